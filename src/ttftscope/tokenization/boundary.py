@@ -1,0 +1,256 @@
+"""Which cut points are safe for a tokenizer, derived from its declared components.
+
+:func:`analyse` reads ``tokenizer.json`` (normalizer, pre-tokenizer, added tokens) and returns
+a :class:`Plan`: how :class:`~ttftscope.tokenization.incremental.IncrementalEncoder` may cut.
+The rules follow only from component *types and settings*, never from a family name; a
+component this module does not know routes to the verified path (or to full encodes), never to
+a guess. The exactness argument is in :mod:`ttftscope.tokenization.incremental`.
+
+>>> plan = analyse({"normalizer": None, "pre_tokenizer": None, "added_tokens": []})
+>>> plan.mode
+'verified'
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Mode = Literal["regex", "verified"]
+
+# Regex constructs that read behind the match start, depend on the scan origin, or match a run
+# that mixes coarse classes; any of them voids the read-horizon argument. One-character
+# lookaheads on white space and "$" read one character and are allowed.
+_ALLOWED_LOOKAHEADS = re.compile(r"\(\?[=!]\\[sS]\)")
+_UNSAFE_REGEX = re.compile(
+    r"\(\?<|\\[bBGAKXRwWzZSDdh]|\\[1-9]|(?<![\[\\])\^|(?<!\\)\.|\(\?[=!]|\\p\{[^LMN]"
+)
+# The only negated class allowed to repeat: "other" (neither space, letter nor number).
+_NEGATED_REPEAT = re.compile(r"\[\^([^\]]*)\][+*{]")
+_OTHER_CLASS = {r"\s\p{L}\p{N}"}
+
+
+def regex_is_local(regex: str) -> bool:
+    """True when every construct in ``regex`` is covered by the read-horizon argument.
+
+    >>> regex_is_local(r"'s|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|\s+(?!\S)|\s+")
+    True
+    >>> regex_is_local(r"\b\w+")
+    False
+    """
+    body = _ALLOWED_LOOKAHEADS.sub("", regex)
+    if _UNSAFE_REGEX.search(body):
+        return False
+    return all(m.group(1) in _OTHER_CLASS for m in _NEGATED_REPEAT.finditer(body))
+
+
+# Normalizers that map every character to characters of the same coarse class and never
+# change text across an ASCII character (canonical forms only: NFKC maps "½" to "1⁄2").
+_CANONICAL_NORMALIZERS = {"NFC", "NFD"}
+# Normalizers/pre-tokenizer flags that add a marker at the start of every input.
+_PREFIX_NORMALIZERS = {"Prepend"}
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How a tokenizer may be cut.
+
+    ``mode`` "regex": the proven cut at a regex pre-token boundary; "verified": cut, then
+    check the overlap with the cached tokens. ``composing``: a canonical normalizer is active,
+    so cuts go only before ASCII characters. ``added_margin``: how many characters before the
+    common prefix an added-token occurrence can start and still change. ``window_json``: the
+    tokenizer to encode windows with (start-of-input markers removed) or None for the main one.
+
+    >>> Plan("regex", False, 0, False, None, ()).mode
+    'regex'
+    """
+
+    mode: Mode
+    composing: bool
+    added_margin: int
+    strip_tokens: bool
+    window_json: str | None
+    reasons: tuple[str, ...] = field(default=())
+
+
+def analyse(doc: dict[str, Any]) -> Plan:
+    """Derive the cut rules from a ``tokenizer.json`` document.
+
+    >>> analyse({"normalizer": {"type": "NFC"}, "pre_tokenizer": {"type": "ByteLevel",
+    ...          "add_prefix_space": False, "use_regex": True}, "added_tokens": []}).mode
+    'regex'
+    """
+    reasons: list[str] = []
+    norm_ok, composing = _normalizer_ok(doc.get("normalizer"), reasons)
+    pre_ok = _pre_tokenizer_ok(doc.get("pre_tokenizer"), reasons)
+    added = doc.get("added_tokens") or []
+    margin = max((len(str(t.get("content", ""))) for t in added), default=0)
+    strip = any(t.get("lstrip") or t.get("rstrip") or t.get("single_word") for t in added)
+    window_doc, removed = _without_prefix_markers(doc)
+    if removed:
+        reasons.append("start-of-input marker removed for windows: " + ", ".join(removed))
+    mode: Mode = "regex" if norm_ok and pre_ok and not removed else "verified"
+    window_json = json.dumps(window_doc) if removed else None
+    return Plan(mode, composing, margin + 1, strip, window_json, tuple(reasons))
+
+
+def _normalizer_ok(norm: dict[str, Any] | None, reasons: list[str]) -> tuple[bool, bool]:
+    if norm is None:
+        return True, False
+    kind = norm.get("type")
+    if kind == "Sequence":
+        parts = [_normalizer_ok(n, reasons) for n in norm.get("normalizers", [])]
+        return all(ok for ok, _ in parts), any(c for _, c in parts)
+    if kind in _CANONICAL_NORMALIZERS:
+        return True, True
+    reasons.append(f"normalizer {kind} is not proven class-preserving")
+    return False, True
+
+
+def _pre_tokenizer_ok(pre: dict[str, Any] | None, reasons: list[str]) -> bool:
+    """True when the pre-tokenizer is exactly one look-behind-free regex split (+ byte maps)."""
+    if pre is None:
+        reasons.append("no pre-tokenizer: the model sees whole segments")
+        return False
+    steps = pre.get("pretokenizers", []) if pre.get("type") == "Sequence" else [pre]
+    regex_steps = 0
+    for step in steps:
+        kind = step.get("type")
+        if kind == "ByteLevel" and not step.get("add_prefix_space", False):
+            if step.get("use_regex", True):
+                regex_steps += 1
+            continue
+        if kind == "Split" and _split_ok(step, reasons):
+            regex_steps += 1
+            continue
+        if kind == "Digits" and step.get("individual_digits"):
+            continue  # isolates every digit: boundaries around a digit are local
+        reasons.append(f"pre-tokenizer step {kind} is not proven")
+        return False
+    if regex_steps != 1:
+        reasons.append(f"{regex_steps} regex splits (the proof covers exactly one)")
+    return regex_steps == 1
+
+
+def _split_ok(step: dict[str, Any], reasons: list[str]) -> bool:
+    pattern = step.get("pattern", {})
+    regex = pattern.get("Regex") if isinstance(pattern, dict) else None
+    if regex is None or step.get("invert") or step.get("behavior") != "Isolated":
+        reasons.append("Split is not an isolated, non-inverted regex split")
+        return False
+    if not regex_is_local(regex):
+        reasons.append("Split regex reads behind or uses an unbounded construct")
+        return False
+    return True
+
+
+def _without_prefix_markers(doc: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """A copy of ``doc`` that adds no marker at the start of an input, and what was removed."""
+    out = copy.copy(doc)
+    removed: list[str] = []
+    norm = doc.get("normalizer")
+    if norm is not None:
+        out["normalizer"] = _strip_norm(copy.deepcopy(norm), removed)
+    pre = doc.get("pre_tokenizer")
+    if pre is not None:
+        out["pre_tokenizer"] = _strip_pre(copy.deepcopy(pre), removed)
+    return out, removed
+
+
+def _strip_norm(norm: dict[str, Any], removed: list[str]) -> dict[str, Any] | None:
+    if norm.get("type") == "Sequence":
+        kept = [_strip_norm(n, removed) for n in norm.get("normalizers", [])]
+        norm["normalizers"] = [n for n in kept if n is not None]
+        return norm
+    if norm.get("type") in _PREFIX_NORMALIZERS:
+        removed.append(f"normalizer {norm.get('type')}")
+        return None
+    return norm
+
+
+def _strip_pre(pre: dict[str, Any], removed: list[str]) -> dict[str, Any]:
+    if pre.get("type") == "Sequence":
+        pre["pretokenizers"] = [_strip_pre(p, removed) for p in pre.get("pretokenizers", [])]
+    elif pre.get("type") == "Metaspace" and pre.get("prepend_scheme", "always") != "never":
+        removed.append("Metaspace prepend_scheme")
+        pre["prepend_scheme"] = "never"
+        pre["add_prefix_space"] = False
+    elif pre.get("type") == "ByteLevel" and pre.get("add_prefix_space"):
+        removed.append("ByteLevel add_prefix_space")
+        pre["add_prefix_space"] = False
+    return pre
+
+
+# --- character classes -----------------------------------------------------------------------
+# Coarse classes of the read-horizon argument: letters+marks, numbers, white space, other.
+# Characters whose class differs between Python and the regex engine (C0 separators, NEL,
+# zero-width and format characters) are "ambiguous": they never end a run, which can only move
+# a cut earlier, never later.
+_AMBIGUOUS = frozenset(
+    "\x1c\x1d\x1e\x1f\x85\xa0\u180e\u200b\u200c\u200d\u2060\ufeff\u2028\u2029"
+)
+
+
+def char_class(ch: str) -> str:
+    """Coarse class of one character: "L" (letters, marks), "N", "S" (white space), "O", "?".
+
+    >>> [char_class(c) for c in "a1 .\\u0301\\x1c"]
+    ['L', 'N', 'S', 'O', 'L', '?']
+    """
+    if ch in _AMBIGUOUS:
+        return "?"
+    if ch.isspace():
+        return "S"
+    cat = unicodedata.category(ch)
+    if cat[0] in "LM":
+        return "L"
+    if cat[0] == "N":
+        return "N"
+    return "O"
+
+
+def last_run_start(text: str, end: int, cap: int) -> int:
+    """Start of the last run of one coarse class in ``text[:end]``, or -1 past ``cap`` chars.
+
+    >>> last_run_start("ab  12", 6, 100)
+    4
+    """
+    if end <= 0:
+        return 0
+    i = end - 1
+    cls = char_class(text[i])
+    stop = max(0, end - cap)
+    while i > 0:
+        prev = char_class(text[i - 1])
+        if prev != cls and prev != "?" and cls != "?":
+            return i
+        if cls == "?":
+            cls = prev
+        i -= 1
+        if i < stop:
+            return -1
+    return 0
+
+
+def common_prefix_len(old: str, new: str) -> int:
+    """Length of the longest common prefix, by C-speed chunk comparisons (no per-char loop).
+
+    >>> common_prefix_len("hello world", "hello there")
+    6
+    """
+    if new.startswith(old):
+        return len(old)
+    lo, hi = 0, min(len(old), len(new))
+    while hi - lo > 32:
+        mid = (lo + hi) // 2
+        if old.startswith(new[lo:mid], lo):
+            lo = mid
+        else:
+            hi = mid
+    while lo < hi and old[lo] == new[lo]:
+        lo += 1
+    return lo

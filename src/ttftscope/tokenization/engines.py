@@ -1,0 +1,106 @@
+"""The private tokenizer objects an incremental encoder works with, built once per tokenizer.
+
+``full``: the tokenizer without its post-processor (so offsets are never trimmed and no
+BOS/EOS is inserted; those are added back at the ends). ``window``: the same without
+start-of-input markers (a prepended "▁" or prefix space must not appear at a cut inside a
+segment). ``prefix``/``suffix``: ids the post-processor adds, checked against the real
+tokenizer on probe texts; when they do not reproduce it, ``specials_ok`` is False and the
+encoder uses full encodes for ``add_special_tokens=True``.
+
+>>> Engines.__name__
+'Engines'
+"""
+
+from __future__ import annotations
+
+import json
+import weakref
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import tokenizers
+
+from ttftscope.tokenization.boundary import Plan, analyse
+
+_PROBES = ("hello world", " Hi  there\n\n\t12345 <x>", "é日本 😀", "a")
+
+
+class HasHF(Protocol):
+    hf: tokenizers.Tokenizer
+
+
+@dataclass(frozen=True)
+class Engines:
+    """Private encoders and the cut plan of one tokenizer (see the module docstring)."""
+
+    main: tokenizers.Tokenizer
+    full: tokenizers.Tokenizer
+    window: tokenizers.Tokenizer
+    plan: Plan
+    added_ids: frozenset[int]
+    prefix: tuple[int, ...]
+    suffix: tuple[int, ...]
+    specials_ok: bool
+    plain_ok: bool
+
+
+_CACHE: weakref.WeakKeyDictionary[Any, Engines] = weakref.WeakKeyDictionary()
+
+
+def engines_for(tok: HasHF | tokenizers.Tokenizer) -> Engines:
+    """Build (or reuse) the engines of a loaded tokenizer or a bare ``tokenizers.Tokenizer``.
+
+    >>> engines_for(load_tokenizer("o200k")).plan.mode  # doctest: +SKIP
+    'regex'
+    """
+    try:
+        found = _CACHE.get(tok)
+    except TypeError:  # not weak-referenceable
+        found = None
+    if found is not None:
+        return found
+    main: tokenizers.Tokenizer = tok if isinstance(tok, tokenizers.Tokenizer) else tok.hf
+    built = _build(main)
+    try:
+        _CACHE[tok] = built
+    except TypeError:
+        pass
+    return built
+
+
+def _build(main: tokenizers.Tokenizer) -> Engines:
+    doc: dict[str, Any] = json.loads(main.to_str())
+    plan = analyse(doc)
+    full = _without_post(doc)
+    window = _without_post(json.loads(plan.window_json)) if plan.window_json else full
+    added_ids = frozenset(int(t["id"]) for t in doc.get("added_tokens") or [])
+    plain_ok = all(
+        main.encode(p, add_special_tokens=False).ids == full.encode(p).ids for p in _PROBES
+    )
+    prefix, suffix, specials_ok = _specials(main, full)
+    return Engines(main, full, window, plan, added_ids, prefix, suffix, specials_ok, plain_ok)
+
+
+def _without_post(doc: dict[str, Any]) -> tokenizers.Tokenizer:
+    doc = dict(doc)
+    doc["post_processor"] = None
+    return tokenizers.Tokenizer.from_str(json.dumps(doc))
+
+
+def _specials(
+    main: tokenizers.Tokenizer, full: tokenizers.Tokenizer
+) -> tuple[tuple[int, ...], tuple[int, ...], bool]:
+    with_sp = main.encode(_PROBES[0], add_special_tokens=True).ids
+    plain = full.encode(_PROBES[0]).ids
+    for i in range(len(with_sp) - len(plain) + 1):
+        if with_sp[i : i + len(plain)] == plain:
+            prefix, suffix = tuple(with_sp[:i]), tuple(with_sp[i + len(plain) :])
+            break
+    else:
+        return (), (), False
+    ok = all(
+        main.encode(p, add_special_tokens=True).ids
+        == [*prefix, *full.encode(p).ids, *suffix]
+        for p in _PROBES
+    )
+    return prefix, suffix, ok

@@ -1,0 +1,245 @@
+"""A small OpenAI-compatible server that misbehaves on request, for tests.
+
+Starlette + uvicorn in a daemon thread on 127.0.0.1, port chosen by the OS. The first path
+segment picks the behaviour, so one server serves every scenario::
+
+    with FaultServer(FaultOptions(first_content_delay_s=0.2)) as srv:
+        srv.base_url("normal")        # http://127.0.0.1:PORT/normal/v1
+
+Scenarios (chat and completions unless noted):
+    normal        role-only chunk, content chunks, usage chunk, [DONE]; unknown model → 404
+    slow_headers  sleeps ``header_delay_s`` before answering, then like normal
+    rate_limited  429 with Retry-After
+    server_error  500 with an OpenAI-style error body
+    unauthorized  401 that echoes the presented key (tests check the client redacts it)
+    html          200 text/html everywhere (a web page, not an API)
+    drop          connection cut mid-stream (no terminating chunk)
+    truncated     clean end of body, but no [DONE] and no finish_reason
+    stream_error  a role chunk then an in-stream ``{"error": ...}`` event
+    odd_chunks    the normal stream cut in odd byte pieces (mid-UTF-8, \\r|\\n, mid-JSON)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+__all__ = ["CapturedRequest", "FaultOptions", "FaultServer"]
+
+
+@dataclass
+class FaultOptions:
+    models: list[str] = field(default_factory=lambda: ["tiny-llama", "tiny-qwen-chat"])
+    content: list[str] = field(default_factory=lambda: ["Hel", "lo", " wörld"])
+    chunk_delay_s: float = 0.0
+    first_content_delay_s: float = 0.0
+    header_delay_s: float = 0.0
+    retry_after: str = "7"
+    prompt_tokens: int = 11
+    cached_tokens: int | None = 8
+
+
+@dataclass
+class CapturedRequest:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+class DropConnection(Exception):
+    """Raised inside a streaming body: uvicorn then closes the socket mid-response."""
+
+
+class FaultServer:
+    """Context manager running the fault server; always stopped on exit."""
+
+    def __init__(self, options: FaultOptions | None = None) -> None:
+        self.options = options or FaultOptions()
+        self.requests: list[CapturedRequest] = []
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+        self.port = 0
+
+    @property
+    def last_request(self) -> CapturedRequest:
+        return self.requests[-1]
+
+    def base_url(self, scenario: str = "normal", *, v1: bool = True) -> str:
+        return f"http://127.0.0.1:{self.port}/{scenario}" + ("/v1" if v1 else "")
+
+    def __enter__(self) -> FaultServer:
+        config = uvicorn.Config(
+            _app(self), host="127.0.0.1", port=0, log_level="critical", lifespan="off",
+            timeout_graceful_shutdown=1, http="h11",
+        )
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._server.run, daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + 10
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError("fault server did not start")
+            time.sleep(0.005)
+        self.port = self._server.servers[0].sockets[0].getsockname()[1]
+        return self
+
+    def __exit__(
+        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            if self._thread.is_alive() and self._server is not None:
+                self._server.force_exit = True
+                self._thread.join(timeout=5)
+
+
+def _sse(obj: object) -> bytes:
+    return b"data: " + (obj if isinstance(obj, bytes) else json.dumps(obj).encode()) + b"\n\n"
+
+
+def _error_body(message: str, kind: str, code: int) -> dict[str, object]:
+    return {"error": {"message": message, "type": kind, "param": None, "code": code}}
+
+
+def _chunk(kind: str, model: str, **choice: object) -> dict[str, object]:
+    obj = "chat.completion.chunk" if kind == "chat" else "text_completion"
+    return {"id": "cmpl-1", "object": obj, "created": 1, "model": model,
+            "choices": [{"index": 0, "finish_reason": None, **choice}]}
+
+
+def _stream_parts(opts: FaultOptions, kind: str, model: str) -> list[bytes]:
+    """The normal stream as a list of SSE events (bytes)."""
+    parts: list[bytes] = []
+    if kind == "chat":
+        parts.append(_sse(_chunk(kind, model, delta={"role": "assistant", "content": ""})))
+    for i, piece in enumerate(opts.content):
+        last = i == len(opts.content) - 1
+        fr = "stop" if last else None
+        payload = {"delta": {"content": piece}} if kind == "chat" else {"text": piece}
+        parts.append(_sse(_chunk(kind, model, finish_reason=fr, **payload)))
+    usage: dict[str, object] = {"prompt_tokens": opts.prompt_tokens,
+                                "completion_tokens": len(opts.content),
+                                "total_tokens": opts.prompt_tokens + len(opts.content)}
+    if opts.cached_tokens is not None:
+        usage["prompt_tokens_details"] = {"cached_tokens": opts.cached_tokens}
+    parts.append(_sse({"id": "cmpl-1", "model": model, "choices": [], "usage": usage}))
+    parts.append(_sse(b"[DONE]"))
+    return parts
+
+
+def _app(srv: FaultServer) -> Starlette:
+    opts = srv.options
+
+    async def capture(request: Request) -> bytes:
+        body = await request.body()
+        srv.requests.append(CapturedRequest(request.method, request.url.path,
+                                            dict(request.headers), body))
+        return body
+
+    async def models(request: Request) -> Response:
+        await capture(request)
+        scenario = request.path_params["scenario"]
+        if scenario == "html":
+            return HTMLResponse("<html><body>Welcome to nginx!</body></html>")
+        if scenario in _STATUS_FAULTS:
+            return _status_fault(scenario, request, opts)
+        data = [{"id": m, "object": "model", "owned_by": "test"} for m in opts.models]
+        return JSONResponse({"object": "list", "data": data})
+
+    async def completions(request: Request) -> Response:
+        body = await capture(request)
+        scenario = request.path_params["scenario"]
+        kind = "chat" if request.url.path.endswith("/chat/completions") else "completions"
+        payload = json.loads(body or b"{}")
+        if scenario == "slow_headers":
+            await asyncio.sleep(opts.header_delay_s)
+        if scenario == "html":
+            return HTMLResponse("<!doctype html><html><body>Welcome to nginx!</body></html>")
+        if scenario in _STATUS_FAULTS:
+            return _status_fault(scenario, request, opts)
+        model = str(payload.get("model"))
+        if model not in opts.models:
+            msg = f"The model `{model}` does not exist."
+            return JSONResponse(_error_body(msg, "NotFoundError", 404), status_code=404)
+        if not payload.get("stream"):
+            return JSONResponse(_full_answer(opts, kind, model))
+        return StreamingResponse(_body(scenario, opts, kind, model),
+                                 media_type="text/event-stream")
+
+    return Starlette(routes=[
+        Route("/{scenario}/v1/models", models, methods=["GET"]),
+        Route("/{scenario}/v1/chat/completions", completions, methods=["POST"]),
+        Route("/{scenario}/v1/completions", completions, methods=["POST"]),
+    ])
+
+
+_STATUS_FAULTS = {"rate_limited", "server_error", "unauthorized"}
+
+
+def _status_fault(scenario: str, request: Request, opts: FaultOptions) -> Response:
+    if scenario == "rate_limited":
+        return JSONResponse(_error_body("Too many requests", "RateLimitError", 429),
+                            status_code=429, headers={"Retry-After": opts.retry_after})
+    if scenario == "server_error":
+        return JSONResponse(_error_body("engine dead", "InternalServerError", 500),
+                            status_code=500)
+    auth = request.headers.get("authorization", "")
+    msg = f"Incorrect API key provided: {auth.removeprefix('Bearer ')}"
+    return JSONResponse(_error_body(msg, "AuthenticationError", 401), status_code=401)
+
+
+def _full_answer(opts: FaultOptions, kind: str, model: str) -> dict[str, object]:
+    text = "".join(opts.content)
+    choice: dict[str, object] = {"index": 0, "finish_reason": "stop"}
+    if kind == "chat":
+        choice["message"] = {"role": "assistant", "content": text}
+    else:
+        choice["text"] = text
+    return {"id": "cmpl-1", "object": "chat.completion", "model": model, "choices": [choice],
+            "usage": {"prompt_tokens": opts.prompt_tokens, "completion_tokens": 3}}
+
+
+async def _body(scenario: str, opts: FaultOptions, kind: str, model: str) -> AsyncIterator[bytes]:
+    parts = _stream_parts(opts, kind, model)
+    if scenario == "stream_error":
+        yield parts[0]
+        yield _sse(_error_body("out of KV cache blocks", "InternalServerError", 500))
+        return
+    if scenario == "odd_chunks":
+        raw = b"".join(p.replace(b"\n", b"\r\n") for p in parts)
+        for i in range(0, len(raw), 7):
+            yield raw[i : i + 7]
+            await asyncio.sleep(0.001)
+        return
+    for i, part in enumerate(parts):
+        if i == 1:
+            await asyncio.sleep(opts.first_content_delay_s)
+        elif i > 1:
+            await asyncio.sleep(opts.chunk_delay_s)
+        if scenario == "drop" and i == 2:
+            raise DropConnection("cut mid-stream on purpose")
+        if scenario == "truncated" and i == len(parts) - 3:
+            return
+        yield part
