@@ -22,7 +22,7 @@ from ttftscope.cli_local import local_server
 from ttftscope.errors import LocalServerError
 from ttftscope.localserver_build import install_deps
 
-FAKE_SERVER = open("/tmp/dbg_fake.py").read() + r"""
+FAKE_SERVER = r"""
 import http.server, subprocess, sys, time
 port, delay, mode = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
 if mode == "die":
@@ -203,6 +203,10 @@ def test_stop_leaves_unrelated_reused_pid_alone(cache: Path) -> None:
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"],
                              start_new_session=True)
     try:
+        cmdline = Path(f"/proc/{other.pid}/cmdline")
+        deadline = time.monotonic() + 10
+        while not cmdline.read_bytes() and time.monotonic() < deadline:
+            time.sleep(0.05)  # a stale pid belongs to a long-running program, not one mid-exec
         ls.write_state(ls.LocalServer("http://127.0.0.1:9/v1", 9, other.pid, "m", "/l"))
         assert ls.stop(grace_s=0.5) is False
         assert other.poll() is None

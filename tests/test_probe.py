@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 
 from faultserver import FaultOptions, FaultServer
-
 from ttftscope.endpoint import Endpoint
 from ttftscope.probe import ProbeOptions, run_probe
 from ttftscope.summary import summarize

@@ -186,7 +186,7 @@ def probe(ctx: click.Context, /, **kwargs: Any) -> None:
 @click.pass_context
 def demo(ctx: click.Context, /, keep_server: bool, **kwargs: Any) -> None:
     """The main job on a laptop: local vLLM up, probe sweep, breakdown table, vLLM down."""
-    from ttftscope import localserver
+    from ttftscope import localserver, localserver_build
 
     state: CliState = ctx.ensure_object(CliState)
     was_running = localserver.status() is not None
@@ -194,6 +194,10 @@ def demo(ctx: click.Context, /, keep_server: bool, **kwargs: Any) -> None:
     server = localserver.start()
     try:
         state.flags.update({"api.base_url": server.base_url, "model.default": server.model})
+        if state.load().settings.tokenizer.path is None:
+            # the served model's own tokenizer, so client-side tokenization is measured too
+            state.flags["tokenizer.path"] = str(localserver_build.model_dir())
+        state._loaded = None
         opts = _probe_opts(kwargs)
         execute_probe(state, opts, result_dir=kwargs["result_dir"], as_json=kwargs["as_json"],
                       percentiles=_int_list(kwargs["metric_percentiles"],

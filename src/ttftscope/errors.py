@@ -7,7 +7,7 @@ Tree::
     ├── RequestError                a request to the server failed (exit 3..12, by kind)
     │   ├── ConnectError            connection refused / DNS failure / TLS error
     │   ├── RequestTimeout          no answer within api.timeout_seconds
-    │   ├── HTTPStatusError         4xx/5xx answer (AuthError, ModelNotFound, RateLimited, ServerError)
+    │   ├── HTTPStatusError         4xx/5xx (AuthError, ModelNotFound, RateLimited, ServerError)
     │   ├── BadResponse             not JSON / HTML / not an OpenAI-style answer
     │   └── StreamError             stream dropped mid-way or an error event in-stream
     ├── MetricsError                /metrics unreachable or unparsable

@@ -143,11 +143,12 @@ class Prober:
             return None
 
     def _emit(self, rec: ProbeRecord) -> None:
+        # on_record first: it may drop fields the settings say not to record
+        if self.on_record is not None:
+            self.on_record(rec)
         self.run.records.append(rec)
         if self.writer is not None:
             self.writer.write(rec)
-        if self.on_record is not None:
-            self.on_record(rec)
 
     # -- experiments -------------------------------------------------------------------
     async def chat_series(self, size: int) -> None:
@@ -181,12 +182,15 @@ class Prober:
         for i in range(total):
             phase: Phase = "cold" if i == 0 else ("warmup" if i <= self.opts.num_warmups
                                                   else "warm")
-            prompt = ctx + agent_turn(1000 + i, seed=self.opts.seed, chars=self.opts.turn_chars)
-            ids = await self.ep.tokenize(self.client, prompt)
-            text_req = self._completion_request("text", prompt)
+            # each request gets its own fresh turn, so both variants find the same cached
+            # context and the same uncached tail; only the prompt's form differs
+            first, second = (
+                ctx + agent_turn(1000 + 2 * i + k, seed=self.opts.seed, chars=self.opts.turn_chars)
+                for k in (0, 1))
+            ids = await self.ep.tokenize(self.client, second if i % 2 == 0 else first)
+            text_req = self._completion_request("text", first if i % 2 == 0 else second)
             ids_req = self._completion_request("ids", ids)
-            order = (text_req, ids_req) if i % 2 == 0 else (ids_req, text_req)
-            for req in order:
+            for req in ((text_req, ids_req) if i % 2 == 0 else (ids_req, text_req)):
                 await self.send(req, phase, size)
 
     def _completion_request(self, variant: str, prompt: str | list[int]) -> _Request:

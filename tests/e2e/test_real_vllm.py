@@ -88,7 +88,8 @@ def test_ab_text_front_end_costs_more_than_ids(
                 and r.context_tokens_target == size]
         ids = [r.prompt_tokens for r in records if r.variant == "ids"
                and r.context_tokens_target == size]
-        assert sorted(text) == sorted(ids)  # same prompts, both ways
+        # same kind of prompt both ways: one shared context plus a fresh turn of equal length
+        assert abs(median(text) - median(ids)) <= 0.02 * median(ids)  # type: ignore[operator]
 
 
 def test_probe_cli_json_summary(vllm: LocalServer, tmp_path: Path) -> None:

@@ -15,10 +15,12 @@ from __future__ import annotations
 import argparse
 import base64
 import gzip
+import importlib
 import json
 import random
 import sys
 from pathlib import Path
+from typing import Any
 
 # tiktoken's own cl100k pattern (possessive quantifiers, Rust fancy-regex semantics).
 TIKTOKEN_PAT = (
@@ -59,10 +61,23 @@ def load_ranks(path: Path) -> dict[bytes, int]:
     return ranks
 
 
-def build_tokenizer(ranks: dict[bytes, int]):  # type: ignore[no-untyped-def]
+def bytes_to_unicode() -> dict[int, str]:
+    """GPT-2's byte -> printable character table used by byte-level BPE vocabularies."""
+    keep = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1),
+            *range(ord("®"), ord("ÿ") + 1)]
+    chars = list(keep)
+    extra = 0
+    for b in range(256):
+        if b not in keep:
+            keep.append(b)
+            chars.append(256 + extra)
+            extra += 1
+    return dict(zip(keep, (chr(c) for c in chars), strict=True))
+
+
+def build_tokenizer(ranks: dict[bytes, int]) -> Any:
     from tokenizers import AddedToken, Regex, Tokenizer, decoders, pre_tokenizers, processors
     from tokenizers.models import BPE
-    from transformers.convert_slow_tokenizer import bytes_to_unicode
 
     byte_encoder = bytes_to_unicode()
 
@@ -71,11 +86,11 @@ def build_tokenizer(ranks: dict[bytes, int]):  # type: ignore[no-untyped-def]
 
     vocab = {to_str(tok): rank for tok, rank in ranks.items()}
     merges: list[tuple[bytes, bytes, int]] = []
-    for tok, rank in ranks.items():
-        if len(tok) == 1:
+    for token, rank in ranks.items():
+        if len(token) == 1:
             continue
-        local = [(tok[:i], tok[i:], rank) for i in range(1, len(tok))
-                 if tok[:i] in ranks and tok[i:] in ranks]
+        local = [(token[:i], token[i:], rank) for i in range(1, len(token))
+                 if token[:i] in ranks and token[i:] in ranks]
         local.sort(key=lambda m: (ranks[m[0]], ranks[m[1]]))
         merges.extend(local)
     merges.sort(key=lambda m: m[2])
@@ -109,7 +124,7 @@ def sample_text(seed: int = 1234) -> str:
     return fixed * 3 + noise
 
 
-def verify(tok, ranks: dict[bytes, int]) -> int:  # type: ignore[no-untyped-def]
+def verify(tok: Any, ranks: dict[bytes, int]) -> int:
     import tiktoken
 
     enc = tiktoken.Encoding("cl100k_im", pat_str=TIKTOKEN_PAT, mergeable_ranks=ranks,
@@ -131,7 +146,7 @@ def verify(tok, ranks: dict[bytes, int]) -> int:  # type: ignore[no-untyped-def]
     return len(enc.encode(text, allowed_special="all"))
 
 
-def write_tokenizer_files(out: Path, tok) -> None:  # type: ignore[no-untyped-def]
+def write_tokenizer_files(out: Path, tok: Any) -> None:
     tok.save(str(out / "tokenizer.json"))
     added = {
         str(i): {"content": s, "lstrip": False, "normalized": False, "rstrip": False,
@@ -162,7 +177,7 @@ def check_chat_template(out: Path) -> None:
     from transformers import AutoTokenizer
 
     hf = AutoTokenizer.from_pretrained(str(out))
-    ids = hf.apply_chat_template([{"role": "user", "content": "Hi 123"}],
+    ids: Any = hf.apply_chat_template([{"role": "user", "content": "Hi 123"}],
                                  add_generation_prompt=True, tokenize=True)
     if hasattr(ids, "keys"):  # newer transformers return a BatchEncoding
         ids = ids["input_ids"]
@@ -173,10 +188,12 @@ def check_chat_template(out: Path) -> None:
 
 
 def build_model(out: Path) -> int:
-    import torch
-    from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
+    # Imported by name: torch exists only in the vLLM venv this script runs in, not where
+    # ttftscope itself is type-checked.
+    torch: Any = importlib.import_module("torch")
+    tf: Any = importlib.import_module("transformers")
 
-    config = LlamaConfig(
+    config = tf.LlamaConfig(
         vocab_size=VOCAB_SIZE, hidden_size=256, intermediate_size=512, num_hidden_layers=2,
         num_attention_heads=1, num_key_value_heads=1, head_dim=32,
         max_position_embeddings=131072, rope_theta=1_000_000.0,
@@ -186,9 +203,9 @@ def build_model(out: Path) -> int:
         pad_token_id=SPECIALS["<|endoftext|>"],
     )
     torch.manual_seed(0)
-    model = LlamaForCausalLM(config).to(torch.bfloat16)
+    model = tf.LlamaForCausalLM(config).to(torch.bfloat16)
     model.save_pretrained(str(out), safe_serialization=True)
-    GenerationConfig(bos_token_id=config.bos_token_id, eos_token_id=config.eos_token_id,
+    tf.GenerationConfig(bos_token_id=config.bos_token_id, eos_token_id=config.eos_token_id,
                      pad_token_id=config.pad_token_id).save_pretrained(str(out))
     return sum(p.numel() for p in model.parameters())
 

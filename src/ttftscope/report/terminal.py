@@ -4,25 +4,30 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
 _COLUMNS: tuple[tuple[str, str], ...] = (
-    ("cold TTFT", "cold_ttft_ms"),
-    ("TTFT p50", "median_ttft_ms"),
-    ("TTFT p90", "p90_ttft_ms"),
-    ("server TTFT", "median_server_ttft_ms"),
+    ("cold\nTTFT", "cold_ttft_ms"),
+    ("TTFT\np50", "median_ttft_ms"),
+    ("TTFT\np90", "p90_ttft_ms"),
+    ("server\nTTFT", "median_server_ttft_ms"),
     ("queue", "median_queue_ms"),
     ("prefill", "median_prefill_ms"),
-    ("server front end", "median_server_frontend_ms"),
-    ("outside server", "median_outside_server_ms"),
-    ("client serialize", "median_serialize_ms"),
-    ("client tokenize", "median_tokenize_ms"),
+    ("server\nfront end", "median_server_frontend_ms"),
+    ("outside\nserver", "median_outside_server_ms"),
+    ("client\nserialize", "median_serialize_ms"),
+    ("client\ntokenize", "median_tokenize_ms"),
 )
+# Wide enough for the whole table when output is not a terminal (CI logs, pipes, notes).
+_PIPE_WIDTH = 160
 
 
 def _ms(value: Any) -> str:
-    return "–" if value is None else f"{value:,.1f}"
+    if value is None:
+        return "–"
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.1f}"
 
 
 def breakdown_table(summary: dict[str, Any]) -> Table:
@@ -31,14 +36,15 @@ def breakdown_table(summary: dict[str, Any]) -> Table:
     >>> breakdown_table({"groups": [], "model": "m"}).row_count
     0
     """
-    table = Table(title=f"TTFT breakdown, {summary.get('model', '')} (ms; warm medians)")
-    table.add_column("context", justify="right")
+    table = Table(title=f"TTFT breakdown, {summary.get('model', '')} (ms; warm medians)",
+                  box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("context\ntokens", justify="right")
     table.add_column("variant")
     table.add_column("n", justify="right")
     for title, _ in _COLUMNS:
         table.add_column(title, justify="right")
-    table.add_column("prefix hit", justify="right")
-    table.add_column("computed tok", justify="right")
+    table.add_column("prefix\nhit rate", justify="right")
+    table.add_column("computed\ntokens", justify="right")
     for g in summary.get("groups", []):
         hit = g.get("prefix_hit_rate")
         computed = g.get("computed_tokens")
@@ -54,6 +60,8 @@ def breakdown_table(summary: dict[str, Any]) -> Table:
 def print_probe_summary(summary: dict[str, Any], console: Console | None = None) -> None:
     """Print the breakdown table, the A/B verdict and anything that needs attention."""
     console = console or Console()
+    if not console.is_terminal:
+        console = Console(file=console.file, width=max(console.width, _PIPE_WIDTH))
     console.print(breakdown_table(summary))
     ratio = summary.get("ab_ttft_ratio_text_over_ids")
     if ratio is not None:

@@ -20,7 +20,8 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-Mode = Literal["regex", "verified"]
+Mode = Literal["regex", "space", "verified"]
+SPACE_MARK = "\u2581"  # "▁", SentencePiece's visible space
 
 # Regex constructs that read behind the match start, depend on the scan origin, or match a run
 # that mixes coarse classes; any of them voids the read-horizon argument. One-character
@@ -35,7 +36,7 @@ _OTHER_CLASS = {r"\s\p{L}\p{N}"}
 
 
 def regex_is_local(regex: str) -> bool:
-    """True when every construct in ``regex`` is covered by the read-horizon argument.
+    r"""True when every construct in ``regex`` is covered by the read-horizon argument.
 
     >>> regex_is_local(r"'s|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|\s+(?!\S)|\s+")
     True
@@ -94,8 +95,42 @@ def analyse(doc: dict[str, Any]) -> Plan:
     if removed:
         reasons.append("start-of-input marker removed for windows: " + ", ".join(removed))
     mode: Mode = "regex" if norm_ok and pre_ok and not removed else "verified"
+    if mode == "verified" and _space_split_ok(doc, reasons):
+        mode = "space"
     window_json = json.dumps(window_doc) if removed else None
     return Plan(mode, composing, margin + 1, strip, window_json, tuple(reasons))
+
+
+def _space_split_ok(doc: dict[str, Any], reasons: list[str]) -> bool:
+    """SentencePiece-style BPE where a "▁" after a non-"▁" character always starts a token.
+
+    Holds when there is no pre-tokenizer, the normalizer only prepends "▁" and maps " " to
+    "▁", the model is deterministic BPE, and no vocabulary token holds "▁" right after another
+    character than "▁": then no merge ever spans such a position, and BPE (merges by rank over
+    adjacent pairs) on either side runs as if the other side were not there.
+    """
+    model = doc.get("model") or {}
+    if doc.get("pre_tokenizer") is not None or model.get("type") != "BPE" or model.get("dropout"):
+        return False
+    norm = doc.get("normalizer")
+    steps = [] if norm is None else norm.get("normalizers", []) if norm.get("type") == "Sequence" \
+        else [norm]
+    for step in steps:
+        if step.get("type") == "Prepend" and step.get("prepend") == SPACE_MARK:
+            continue
+        if step.get("type") == "Replace" and step.get("pattern") == {"String": " "} \
+                and step.get("content") == SPACE_MARK:
+            continue
+        return False
+    vocab = model.get("vocab") or {}
+    mark = SPACE_MARK
+    spans = [t for t in vocab if mark in t[1:] and any(
+        t[i] == mark and t[i - 1] != mark for i in range(1, len(t)))]
+    if spans:
+        reasons.append(f"{len(spans)} vocabulary tokens span a word start, e.g. {spans[0]!r}")
+        return False
+    reasons.append("SentencePiece BPE: cuts at word starts are proven")
+    return True
 
 
 def _normalizer_ok(norm: dict[str, Any] | None, reasons: list[str]) -> tuple[bool, bool]:
@@ -112,28 +147,31 @@ def _normalizer_ok(norm: dict[str, Any] | None, reasons: list[str]) -> tuple[boo
 
 
 def _pre_tokenizer_ok(pre: dict[str, Any] | None, reasons: list[str]) -> bool:
-    """True when the pre-tokenizer is exactly one look-behind-free regex split (+ byte maps)."""
+    """True for exactly one look-behind-free regex split, first, then only byte maps.
+
+    The regex must see the raw (normalized) text, so it has to come first; later steps may
+    only map characters to bytes without moving boundaries (ByteLevel without its regex).
+    """
     if pre is None:
         reasons.append("no pre-tokenizer: the model sees whole segments")
         return False
     steps = pre.get("pretokenizers", []) if pre.get("type") == "Sequence" else [pre]
-    regex_steps = 0
-    for step in steps:
-        kind = step.get("type")
-        if kind == "ByteLevel" and not step.get("add_prefix_space", False):
-            if step.get("use_regex", True):
-                regex_steps += 1
-            continue
-        if kind == "Split" and _split_ok(step, reasons):
-            regex_steps += 1
-            continue
-        if kind == "Digits" and step.get("individual_digits"):
-            continue  # isolates every digit: boundaries around a digit are local
-        reasons.append(f"pre-tokenizer step {kind} is not proven")
+    if not steps:
+        reasons.append("empty pre-tokenizer sequence")
         return False
-    if regex_steps != 1:
-        reasons.append(f"{regex_steps} regex splits (the proof covers exactly one)")
-    return regex_steps == 1
+    first, rest = steps[0], steps[1:]
+    if first.get("type") == "ByteLevel":
+        first_ok = bool(first.get("use_regex", True)) and not first.get("add_prefix_space", True)
+    else:
+        first_ok = first.get("type") == "Split" and _split_ok(first, reasons)
+    if not first_ok:
+        reasons.append(f"first pre-tokenizer step {first.get('type')} is not a proven regex split")
+        return False
+    for step in rest:
+        if step.get("type") != "ByteLevel" or step.get("use_regex", True):
+            reasons.append(f"pre-tokenizer step {step.get('type')} after the regex is not proven")
+            return False
+    return True
 
 
 def _split_ok(step: dict[str, Any], reasons: list[str]) -> bool:
@@ -187,9 +225,9 @@ def _strip_pre(pre: dict[str, Any], removed: list[str]) -> dict[str, Any]:
 
 # --- character classes -----------------------------------------------------------------------
 # Coarse classes of the read-horizon argument: letters+marks, numbers, white space, other.
-# Characters whose class differs between Python and the regex engine (C0 separators, NEL,
-# zero-width and format characters) are "ambiguous": they never end a run, which can only move
-# a cut earlier, never later.
+# Characters whose class may differ between Python and the regex engine (C0 separators, NEL,
+# zero-width and format characters, code points unassigned in Python's Unicode version) are
+# "ambiguous": they never end a run, which can only move a cut earlier, never later.
 _AMBIGUOUS = frozenset(
     "\x1c\x1d\x1e\x1f\x85\xa0\u180e\u200b\u200c\u200d\u2060\ufeff\u2028\u2029"
 )
@@ -206,6 +244,8 @@ def char_class(ch: str) -> str:
     if ch.isspace():
         return "S"
     cat = unicodedata.category(ch)
+    if cat == "Cn":  # unassigned here, maybe assigned in the regex engine's Unicode version
+        return "?"
     if cat[0] in "LM":
         return "L"
     if cat[0] == "N":
@@ -254,3 +294,16 @@ def common_prefix_len(old: str, new: str) -> int:
     while lo < hi and old[lo] == new[lo]:
         lo += 1
     return lo
+
+
+def word_start(text: str, end: int, cap: int) -> int:
+    """Largest j <= end with text[j] a space or "▁" and text[j-1] neither (-1 if none near).
+
+    >>> word_start("ab  cd ef", 5, 100)
+    2
+    """
+    j = max(text.rfind(" ", 0, end + 1), text.rfind(SPACE_MARK, 0, end + 1))
+    stop = max(0, j - cap)
+    while j > stop and text[j - 1] in (" ", SPACE_MARK):
+        j -= 1
+    return j if j > stop else -1

@@ -13,6 +13,7 @@ encoder uses full encodes for ``add_special_tokens=True``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import weakref
 from dataclasses import dataclass
@@ -38,6 +39,8 @@ class Engines:
     window: tokenizers.Tokenizer
     plan: Plan
     added_ids: frozenset[int]
+    added: dict[int, str]
+    unk_id: int | None
     prefix: tuple[int, ...]
     suffix: tuple[int, ...]
     specials_ok: bool
@@ -61,24 +64,37 @@ def engines_for(tok: HasHF | tokenizers.Tokenizer) -> Engines:
         return found
     main: tokenizers.Tokenizer = tok if isinstance(tok, tokenizers.Tokenizer) else tok.hf
     built = _build(main)
-    try:
+    with contextlib.suppress(TypeError):  # not weak-referenceable: rebuilt per encoder
         _CACHE[tok] = built
-    except TypeError:
-        pass
     return built
 
 
 def _build(main: tokenizers.Tokenizer) -> Engines:
     doc: dict[str, Any] = json.loads(main.to_str())
     plan = analyse(doc)
-    full = _without_post(doc)
+    full = main if _post_keeps_offsets(doc.get("post_processor")) else _without_post(doc)
     window = _without_post(json.loads(plan.window_json)) if plan.window_json else full
-    added_ids = frozenset(int(t["id"]) for t in doc.get("added_tokens") or [])
-    plain_ok = all(
-        main.encode(p, add_special_tokens=False).ids == full.encode(p).ids for p in _PROBES
+    added = {int(t["id"]): str(t["content"]) for t in doc.get("added_tokens") or []}
+    unk = (doc.get("model") or {}).get("unk_token")
+    unk_id = main.token_to_id(unk) if isinstance(unk, str) else None
+    # truncation/padding settings change what a full encode returns: never splice those
+    plain_ok = not doc.get("truncation") and not doc.get("padding") and all(
+        main.encode(p, add_special_tokens=False).ids
+        == full.encode(p, add_special_tokens=False).ids
+        for p in _PROBES
     )
     prefix, suffix, specials_ok = _specials(main, full)
-    return Engines(main, full, window, plan, added_ids, prefix, suffix, specials_ok, plain_ok)
+    return Engines(
+        main, full, window, plan, frozenset(added), added, unk_id, prefix, suffix, specials_ok,
+        plain_ok,
+    )
+
+
+def _post_keeps_offsets(post: dict[str, Any] | None) -> bool:
+    """True when, without special tokens, the post-processor changes neither ids nor offsets."""
+    if post is None or post.get("type") == "TemplateProcessing":
+        return True
+    return post.get("type") == "ByteLevel" and not post.get("trim_offsets", True)
 
 
 def _without_post(doc: dict[str, Any]) -> tokenizers.Tokenizer:
@@ -91,7 +107,7 @@ def _specials(
     main: tokenizers.Tokenizer, full: tokenizers.Tokenizer
 ) -> tuple[tuple[int, ...], tuple[int, ...], bool]:
     with_sp = main.encode(_PROBES[0], add_special_tokens=True).ids
-    plain = full.encode(_PROBES[0]).ids
+    plain = full.encode(_PROBES[0], add_special_tokens=False).ids
     for i in range(len(with_sp) - len(plain) + 1):
         if with_sp[i : i + len(plain)] == plain:
             prefix, suffix = tuple(with_sp[:i]), tuple(with_sp[i + len(plain) :])
@@ -100,7 +116,7 @@ def _specials(
         return (), (), False
     ok = all(
         main.encode(p, add_special_tokens=True).ids
-        == [*prefix, *full.encode(p).ids, *suffix]
+        == [*prefix, *full.encode(p, add_special_tokens=False).ids, *suffix]
         for p in _PROBES
     )
     return prefix, suffix, ok

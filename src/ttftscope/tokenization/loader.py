@@ -215,7 +215,11 @@ def _read_config(folder: Path) -> dict[str, Any]:
 def _read_template(folder: Path, config: dict[str, Any]) -> str | None:
     jinja = folder / "chat_template.jinja"
     if jinja.is_file():  # transformers >= 4.43 saves the template here and prefers it
-        return jinja.read_text(encoding="utf-8")
+        try:
+            return jinja.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise TokenizerError(f"cannot read {jinja}: {exc}",
+                                 hint="fix or delete the file (it is optional)") from exc
     tmpl = config.get("chat_template")
     if isinstance(tmpl, list):  # named templates: [{"name": "default", "template": "..."}]
         named = {t.get("name"): t.get("template") for t in tmpl if isinstance(t, dict)}

@@ -1,0 +1,91 @@
+"""Chat-level variant: a ChatML conversation with a ~100K-token context grows turn by turn.
+
+Each step appends an assistant reply and a ~1.4K-character tool result and renders with the
+generation prompt. Timed, interleaved: (a) a full HF encode of the rendered prompt, (b)
+``ChatSession.encode`` (render + incremental encode), (c) encoding the new turn text alone;
+(b) is checked against (a) every time. Last line: one JSON object.
+
+    python benchmarks/chat_session.py --tokenizer ~/.cache/ttftscope/tokenizers/qwen2
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+from ttftscope.tokenization import ChatSession, load_tokenizer
+from ttftscope.workload import agent_turn, build_context
+
+CHATML = (
+    "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + "
+    "message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+)
+
+
+def run(path: str, turns: int, tokens: int, chars: int, template: str | None) -> dict[str, Any]:
+    """Run the chat benchmark for one tokenizer; returns the summary dict."""
+    tok = load_tokenizer(path)
+    hf = tok.hf
+    context = build_context(tokens, lambda s: len(hf.encode(s, add_special_tokens=False).ids))
+    session = ChatSession(tok, template or CHATML)
+    msgs: list[dict[str, str]] = [
+        {"role": "system", "content": "You are a coding agent."},
+        {"role": "user", "content": context},
+    ]
+    session.encode(msgs)
+    full_ms, inc_ms, app_ms, render_ms, mismatches = [], [], [], [], 0
+    paths: dict[str, int] = {}
+    for i in range(turns):
+        turn = agent_turn(i, chars=chars)
+        msgs += [{"role": "assistant", "content": f"Calling tool {i}."},
+                 {"role": "user", "content": turn}]
+        t0 = time.perf_counter()
+        hf.encode(turn, add_special_tokens=False)
+        t1 = time.perf_counter()
+        got = session.encode(msgs)
+        t2 = time.perf_counter()
+        prompt = session.render(msgs)
+        t3 = time.perf_counter()
+        want = hf.encode(prompt, add_special_tokens=False).ids
+        t4 = time.perf_counter()
+        mismatches += got != want
+        paths[session.stats.path] = paths.get(session.stats.path, 0) + 1
+        app_ms.append((t1 - t0) * 1e3)
+        inc_ms.append((t2 - t1) * 1e3)
+        render_ms.append((t3 - t2) * 1e3)
+        full_ms.append((t4 - t3) * 1e3)
+    n_tok = len(want)
+    full, inc, app = (statistics.median(x) for x in (full_ms, inc_ms, app_ms))
+    return {
+        "tokenizer": Path(path).name, "context_tokens": n_tok, "appends": turns,
+        "full_ms_median": round(full, 3), "incremental_ms_median": round(inc, 3),
+        "append_only_ms_median": round(app, 3), "speedup": round(full / inc, 1),
+        "overhead_vs_append_only": round(inc / app, 2), "mismatches": mismatches,
+        "bytes_per_cached_token": round(session.encoder.cached_bytes / n_tok, 2),
+        "render_ms_median": round(statistics.median(render_ms), 3), "paths": paths,
+        "template": "model" if template else "chatml",
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--tokenizer", default=str(Path.home() / ".cache/ttftscope/tokenizers/o200k"))
+    ap.add_argument("--appends", type=int, default=30)
+    ap.add_argument("--tokens", type=int, default=100_000)
+    ap.add_argument("--chars", type=int, default=1400)
+    ap.add_argument("--model-template", action="store_true",
+                    help="use the tokenizer's own chat template instead of ChatML")
+    args = ap.parse_args()
+    template = None
+    if args.model_template:
+        template = load_tokenizer(args.tokenizer).chat_template
+    print(json.dumps(run(args.tokenizer, args.appends, args.tokens, args.chars, template)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,72 @@
+"""Incremental vs full encoding of a ~100K-token coding-agent context growing by 1.4K appends.
+
+For each append it times, interleaved in the same run: (a) a full HF ``encode`` of the whole
+text, (b) ``IncrementalEncoder.encode``, (c) encoding the appended text alone; and checks
+(b) == (a) every time. Prints figures; the last line is one JSON object.
+
+    python benchmarks/incremental_append.py --tokenizer ~/.cache/ttftscope/tokenizers/o200k
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from pathlib import Path
+
+from ttftscope.tokenization import IncrementalEncoder, load_tokenizer
+from ttftscope.workload import agent_turn, build_context
+
+
+def _ms(fn: object, *args: object) -> tuple[float, object]:
+    t0 = time.perf_counter()
+    out = fn(*args)  # type: ignore[operator]
+    return (time.perf_counter() - t0) * 1e3, out
+
+
+def run(path: str, appends: int, tokens: int, chars: int) -> dict[str, object]:
+    """Run the benchmark for one tokenizer; returns the summary dict."""
+    tok = load_tokenizer(path)
+    hf = tok.hf
+    text = build_context(tokens, lambda s: len(hf.encode(s, add_special_tokens=False).ids))
+    enc = IncrementalEncoder(tok)
+    enc.encode(text)
+    full_ms, inc_ms, app_ms, mismatches = [], [], [], 0
+    paths: dict[str, int] = {}
+    for i in range(appends):
+        turn = agent_turn(i, chars=chars)
+        text = text + turn
+        t_app, _ = _ms(lambda s: hf.encode(s, add_special_tokens=False).ids, turn)
+        t_inc, got = _ms(enc.encode, text)
+        paths[enc.stats.path] = paths.get(enc.stats.path, 0) + 1
+        t_full, want = _ms(lambda s: hf.encode(s, add_special_tokens=False).ids, text)
+        mismatches += got != want
+        inc_ms.append(t_inc)
+        full_ms.append(t_full)
+        app_ms.append(t_app)
+    n_tok = len(enc._ids)
+    full, inc, app = (statistics.median(x) for x in (full_ms, inc_ms, app_ms))
+    return {
+        "tokenizer": Path(path).name, "context_tokens": n_tok, "appends": appends,
+        "full_ms_median": round(full, 3), "incremental_ms_median": round(inc, 3),
+        "append_only_ms_median": round(app, 3), "speedup": round(full / inc, 1),
+        "overhead_vs_append_only": round(inc / app, 2), "mismatches": mismatches,
+        "bytes_per_cached_token": round(enc.cached_bytes / n_tok, 2),
+        "paths": paths, "full_fallbacks": enc.stats.full_fallbacks,
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--tokenizer", default=str(Path.home() / ".cache/ttftscope/tokenizers/o200k"))
+    ap.add_argument("--appends", type=int, default=30)
+    ap.add_argument("--tokens", type=int, default=100_000)
+    ap.add_argument("--chars", type=int, default=1400)
+    args = ap.parse_args()
+    result = run(args.tokenizer, args.appends, args.tokens, args.chars)
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,409 @@
+"""Exact incremental encoding: re-encode only what changed, with the ids a full encode gives.
+
+State after each call: the caller's text (a reference, not a copy), the ids, and per token
+``2 * end_offset + piece_start_flag`` in an ``array('I')``. Ids live in a list whose int objects
+come from one process-wide table, so the per-token cost is 8 + 4 bytes.
+
+Why the cut is exact (regex pre-tokenizer families, ``Plan.mode == "regex"``)
+------------------------------------------------------------------------------
+HF ``encode`` does: (1) split out added tokens (leftmost-longest, on the raw text), (2) in
+each remaining segment normalize, (3) pre-tokenize with one regex split, (4) run BPE on each
+piece independently. Let O be the old text, T the new one, c their common prefix length.
+
+* Restart lemma. A regex without look-behind, ``\\b``, ``^``, ``\\G`` (checked by
+  :func:`~ttftscope.tokenization.boundary.regex_is_local`) decides the match at position s from
+  ``text[s:]`` alone, and a scan started at a piece boundary b meets exactly the pieces the
+  full scan finds after b. So the tokens of ``T[b:]`` equal T's tokens after b, if b is a
+  piece boundary of T.
+* Read horizon. Every alternative allowed reads at most one prefix character, one run of a
+  single coarse class (letters+marks, numbers, white space, other), a short tail (contraction
+  of <= 3 characters, or a newline/"/" run that belongs to the match), and one character of
+  look-ahead or ``$``. Let q be the start of the last coarse-class run of ``O[:c]`` and ps
+  the start of O's piece that holds character q-2. A match of O ending at e <= ps reads at most
+  up to index max(e + 2, end of its own run) <= q <= c - 1 (its run cannot span q-1|q, whose
+  classes differ; "ambiguous" characters never end a run, which only moves q left). So every
+  piece of O before ps is found identically in T: ps is a piece boundary of T, the cached
+  tokens before ps are T's, and by the restart lemma ``encode(T[ps:])`` gives the rest.
+* Added tokens. A match of an added token starting at s reads ``T[s:s+L]``; all occurrences
+  starting before c - L are therefore identical, so cutting before c - L - 1 (and before the
+  trailing white-space run when a token strips white space) keeps every occurrence whole.
+* Canonical normalizers (NFC/NFD) never change text across an ASCII character (ASCII is never
+  the second of a composition pair and blocks mark reordering), and keep coarse classes. The
+  argument is run on ``O[:c']`` with c' the last ASCII character before c, and cuts are moved
+  to pieces that start with an ASCII character.
+* Belt and braces: the window starts one piece earlier and must reproduce the cached tokens of
+  that piece, with a piece boundary at the cut; otherwise the call falls back to a full encode.
+
+SentencePiece BPE (``Plan.mode == "space"``: no pre-tokenizer, normalizer only prepends "▁"
+and maps " " to "▁")
+------------------------------------------------------------------------------------------
+The model runs BPE over a whole segment, but when no vocabulary token holds "▁" right after a
+character other than "▁" (checked on the vocabulary when the tokenizer is loaded), no merge can
+ever join the two sides of a position j where the normalized text has "▁" at j and something
+else at j-1. BPE applies merges by rank over adjacent pairs, so with no pair across j the two
+sides evolve exactly as if encoded separately. Cut at the latest such j before c - L (added
+tokens, as above); the window is encoded without the "▁" start marker (it is mid-segment), and
+a segment that starts after an added token inside the window is re-encoded with the marker
+(HF prepends it to every segment). The previous word is re-encoded too and must match.
+
+Verified path (any other or unknown component)
+----------------------------------------------
+No proof, so the window must reproduce the cached tokens over an overlap ending before c, at a
+character boundary (all byte-fallback tokens of one character stay together); the splice is
+at the end of that overlap. No overlap: widen the window 4x, up to 3 times; then full encode.
+
+>>> enc = IncrementalEncoder(load_tokenizer("o200k"))  # doctest: +SKIP
+>>> enc.encode("hello") == enc.encode("hello")  # doctest: +SKIP
+True
+"""
+
+from __future__ import annotations
+
+import operator
+import sys
+import time
+from array import array
+from bisect import bisect_right
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import repeat
+from typing import Any
+
+import tokenizers
+
+from ttftscope.tokenization.boundary import common_prefix_len, last_run_start, word_start
+from ttftscope.tokenization.engines import Engines, HasHF, engines_for
+
+_RUN_CAP = 4096  # longest trailing same-class run searched before giving up (full encode)
+_PIECE_CAP = 512  # most tokens walked back to find a piece start
+_INTS: list[int] = []
+
+
+def _shared_ints(upto: int) -> list[int]:
+    if upto >= len(_INTS):
+        _INTS.extend(range(len(_INTS), upto + 1))
+    return _INTS
+
+
+@dataclass
+class EncoderStats:
+    """Counters of an :class:`IncrementalEncoder`; ``path`` and ``last_*`` describe the last call.
+
+    >>> EncoderStats().calls
+    0
+    """
+
+    calls: int = 0
+    reused_tokens: int = 0
+    reencoded_chars: int = 0
+    widenings: int = 0
+    full_fallbacks: int = 0
+    shadow_checks: int = 0
+    shadow_mismatches: int = 0
+    last_cost_ms: float = 0.0
+    last_reused_tokens: int = 0
+    last_reencoded_chars: int = 0
+    path: str = ""
+
+
+class IncrementalEncoder:
+    """Encode successive texts, reusing the tokens of the longest common prefix.
+
+    ``encode(text)`` always equals ``tok.encode(text, add_special_tokens=...)``.
+    ``shadow_every=N`` re-checks every Nth call against a full encode (counted in ``stats``;
+    a mismatch resets the cache).
+
+    >>> enc = IncrementalEncoder(load_tokenizer("o200k"))  # doctest: +SKIP
+    >>> enc.encode("def f():\\n") == load_tokenizer("o200k").encode("def f():\\n")  # doctest: +SKIP
+    True
+    """
+
+    def __init__(
+        self,
+        tok: HasHF | tokenizers.Tokenizer,
+        add_special_tokens: bool = False,
+        shadow_every: int | None = None,
+    ) -> None:
+        self._eng: Engines = engines_for(tok)
+        self.add_special_tokens = add_special_tokens
+        self.shadow_every = shadow_every
+        self.stats = EncoderStats()
+        self._text: str | None = None
+        self._ids: list[int] = []
+        self._ends: array[int] = array("I")
+
+    def reset(self) -> None:
+        """Forget the cached text; the next call is a full encode.
+
+        >>> enc.reset()  # doctest: +SKIP
+        """
+        self._text = None
+        self._ids = []
+        self._ends = array("I")
+
+    @property
+    def cached_bytes(self) -> int:
+        """Bytes held per call in the ids list and the offsets array (ints are shared).
+
+        >>> enc.cached_bytes  # doctest: +SKIP
+        1200056
+        """
+        return sys.getsizeof(self._ids) + self._ends.buffer_info()[1] * self._ends.itemsize
+
+    def encode(self, text: str) -> list[int]:
+        """Token ids of ``text``, equal to a full encode with the same settings.
+
+        >>> enc.encode("hello world")  # doctest: +SKIP
+        [24912, 2375]
+        """
+        t0 = time.perf_counter()
+        eng = self._eng
+        self.stats.calls += 1
+        if not (eng.plain_ok and (eng.specials_ok or not self.add_special_tokens)):
+            out: list[int] = eng.main.encode(text, add_special_tokens=self.add_special_tokens).ids
+            self._finish("full", t0)
+            return out
+        path = None
+        if self._text is not None and isinstance(text, str) and text:
+            try:
+                path = self._update(text)
+            except Exception:  # the full encode below raises the caller-facing error
+                path = None
+        if path is None:
+            path = self._full(text)
+        self._text = text
+        if self.add_special_tokens:
+            out = [*eng.prefix]
+            out += self._ids
+            out += eng.suffix
+        else:
+            out = self._ids.copy()
+        self._finish(path, t0)
+        if self.shadow_every and self.stats.calls % self.shadow_every == 0:
+            self._shadow(text, out)
+        return out
+
+    def _finish(self, path: str, t0: float) -> None:
+        self.stats.path = path
+        self.stats.last_cost_ms = (time.perf_counter() - t0) * 1e3
+
+    # --- full and shadow ---------------------------------------------------------------------
+    def _full(self, text: str) -> str:
+        self.reset()
+        enc = _plain(self._eng.full, text)
+        self._ids, self._ends = self._convert(enc, 0, text)
+        self.stats.full_fallbacks += self.stats.calls > 1
+        self.stats.reencoded_chars += len(text)
+        self.stats.last_reused_tokens, self.stats.last_reencoded_chars = 0, len(text)
+        return "full"
+
+    def _shadow(self, text: str, out: list[int]) -> None:
+        self.stats.shadow_checks += 1
+        main = self._eng.main
+        want: list[int] = main.encode(text, add_special_tokens=self.add_special_tokens).ids
+        if want != out:
+            self.stats.shadow_mismatches += 1
+            self.reset()
+
+    def _convert(self, enc: Any, base: int, text: str) -> tuple[list[int], array[int]]:
+        """Ids (shared ints) and ``2*end+flag`` words of an encoding of ``text[base:]``.
+
+        A token starts a piece when its word index changes or it is, or follows, an added
+        token occurrence (word indices may restart after one). C-level maps where possible.
+        """
+        ids: list[int] = enc.ids
+        if not ids:
+            return [], array("I")
+        table = _shared_ints(max(ids))
+        words: list[int | None] = enc.word_ids
+        flags = list(map(operator.ne, words, [-1, *words[:-1]]))
+        if not self._eng.added_ids.isdisjoint(ids):
+            marks = self._occurrences(ids, enc.offsets, base, text)
+            flags = list(map(operator.or_, flags, marks))
+            flags[1:] = map(operator.or_, flags[1:], marks[:-1])
+        doubled = map(operator.add, map(operator.itemgetter(1), enc.offsets), repeat(base))
+        ends = array("I", map(operator.add, map(operator.lshift, doubled, repeat(1)), flags))
+        return list(map(table.__getitem__, ids)), ends
+
+    def _occurrences(
+        self, ids: list[int], offsets: list[tuple[int, int]], base: int, text: str
+    ) -> list[bool]:
+        """Which tokens are added tokens found in the text (not a model's unknown token)."""
+        added, unk = self._eng.added, self._eng.unk_id
+        marks = []
+        for tid, (s, e) in zip(ids, offsets, strict=True):
+            content = added.get(tid)
+            found = content is not None and content in text[base + s : base + e]
+            if content is not None and not found and tid != unk:
+                raise _Unsure(f"added token {content!r} matched on normalized text")
+            marks.append(found)
+        return marks
+
+    # --- incremental -------------------------------------------------------------------------
+    def _update(self, text: str) -> str | None:
+        old = self._text
+        assert old is not None
+        c = common_prefix_len(old, text)
+        if c == len(old) == len(text):
+            self.stats.last_reused_tokens, self.stats.last_reencoded_chars = len(self._ids), 0
+            return "same"
+        kind = "append" if c == len(old) else "edit"
+        mode = self._eng.plan.mode
+        if mode == "regex":
+            return self._regex_cut(text, c, kind)
+        if mode == "space":
+            found = self._space_cut(text, c, kind)
+            if found is not None:
+                return found
+        return self._verified(text, c, kind)
+
+    def _space_cut(self, text: str, c: int, kind: str) -> str | None:
+        """Cut at a proven SentencePiece word start; the previous word is re-checked."""
+        old = self._text
+        assert old is not None
+        ends = self._ends
+        target = self._target(c, c, 1)
+        a = word_start(old, target, _RUN_CAP) if target > 0 else -1
+        a0 = word_start(old, a - 1, _RUN_CAP) if a > 1 else -1
+        if a0 <= 0:
+            return None
+        k, k0 = bisect_right(ends, 2 * a + 1), bisect_right(ends, 2 * a0 + 1)
+        if not 0 < k0 < k or ends[k - 1] >> 1 != a or ends[k0 - 1] >> 1 != a0:
+            return None
+        win_ids, win_ends = self._window(text, a0)
+        n = k - k0
+        if (win_ids[:n] != self._ids[k0:k] or len(win_ends) <= n
+                or [e >> 1 for e in win_ends[:n]] != [e >> 1 for e in ends[k0:k]]):
+            return None
+        self._splice(k, win_ids[n:], win_ends[n:], len(text) - a0)
+        return kind
+
+    def _target(self, c: int, horizon: int, extra: int) -> int:
+        """Latest character before which a cut keeps added tokens and run reads intact."""
+        old = self._text
+        assert old is not None
+        plan = self._eng.plan
+        target = min(horizon, c - plan.added_margin) - extra
+        if plan.strip_tokens and c > 0 and old[c - 1].isspace():
+            ws = last_run_start(old, c, _RUN_CAP)
+            target = min(target, ws - plan.added_margin) if ws >= 0 else -1
+        return target
+
+    def _regex_cut(self, text: str, c: int, kind: str) -> str | None:
+        old = self._text
+        assert old is not None
+        ends = self._ends
+        c_eff = c
+        if self._eng.plan.composing:
+            c_eff = _last_ascii(old, c)
+        q = last_run_start(old, c_eff, _RUN_CAP) if c_eff > 0 else -1
+        target = self._target(c, q - 2, 0) if q >= 0 else -1
+        if target <= 0:
+            return None
+        k = bisect_right(ends, 2 * target + 1)
+        if k >= len(ends):
+            return None
+        k = _piece_start(ends, k)
+        if self._eng.plan.composing:
+            while k > 0 and not (old[ends[k - 1] >> 1].isascii()):
+                k = _piece_start(ends, k - 1)
+        k0 = _piece_start(ends, k - 1) if k > 0 else -1
+        if self._eng.plan.composing:
+            while k0 > 0 and not (old[ends[k0 - 1] >> 1].isascii()):
+                k0 = _piece_start(ends, k0 - 1)
+        if k0 < 0 or k < 1:
+            return None
+        a0 = ends[k0 - 1] >> 1 if k0 > 0 else 0
+        win_ids, win_ends = self._convert(_plain(self._eng.full, text[a0:]), a0, text)
+        n = k - k0
+        if (win_ids[:n] != self._ids[k0:k] or win_ends[:n] != ends[k0:k]
+                or len(win_ends) <= n or not win_ends[n] & 1):
+            return None
+        self._splice(k, win_ids[n:], win_ends[n:], len(text) - (ends[k - 1] >> 1))
+        return kind
+
+    def _splice(self, k: int, ids: Sequence[int], ends: array[int], chars: int) -> None:
+        del self._ids[k:]
+        self._ids.extend(ids)
+        del self._ends[k:]
+        self._ends.extend(ends)
+        self.stats.reused_tokens += k
+        self.stats.reencoded_chars += chars
+        self.stats.last_reused_tokens, self.stats.last_reencoded_chars = k, chars
+
+    def _verified(self, text: str, c: int, kind: str) -> str | None:
+        width = 64
+        for attempt in range(4):
+            target = self._target(c, c, width)
+            if target <= 0:
+                return None
+            k0 = bisect_right(self._ends, 2 * target + 1)
+            if k0 == 0:
+                return None
+            a0 = self._ends[k0 - 1] >> 1
+            win_ids, win_ends = self._window(text, a0)
+            n = _agreement(self._ids, self._ends, k0, win_ids, win_ends, 2 * c + 1)
+            if n >= 2:
+                self.stats.widenings += attempt
+                self._splice(k0 + n, win_ids[n:], win_ends[n:], len(text) - a0)
+                return kind + "-verified"
+            width *= 4
+        self.stats.widenings += 3
+        return None
+
+    def _window(self, text: str, a0: int) -> tuple[list[int], array[int]]:
+        """Encode ``text[a0:]`` mid-segment; segments after an added token get their marker."""
+        eng = self._eng
+        enc = _plain(eng.window, text[a0:])
+        ids, ends = self._convert(enc, a0, text)
+        if eng.window is eng.full or eng.added_ids.isdisjoint(ids):
+            return ids, ends
+        marks = self._occurrences(ids, enc.offsets, a0, text)
+        if True in marks:
+            i = marks.index(True)
+            start = ends[i - 1] >> 1 if i > 0 else a0
+            rest_ids, rest_ends = self._convert(_plain(eng.full, text[start:]), start, text)
+            return ids[:i] + rest_ids, ends[:i] + rest_ends
+        return ids, ends
+
+
+class _Unsure(Exception):
+    """Internal: the fast path cannot tell; the caller falls back to a full encode."""
+
+
+def _plain(tk: tokenizers.Tokenizer, text: str) -> Any:
+    """Encode without special-token insertion (the window and full encodes are bare)."""
+    return tk.encode(text, add_special_tokens=False)
+
+
+def _piece_start(ends: array[int], k: int) -> int:
+    """Index of the token that starts the piece holding token ``k`` (-1 when too far)."""
+    stop = max(0, k - _PIECE_CAP)
+    while k > stop and not ends[k] & 1:
+        k -= 1
+    return k if ends[k] & 1 else -1
+
+
+def _last_ascii(text: str, c: int) -> int:
+    """Index of the last ASCII character before ``c`` (a cut there is normalization-stable)."""
+    for i in range(c - 1, max(-1, c - 1 - _RUN_CAP), -1):
+        if text[i].isascii():
+            return i
+    return 0
+
+
+def _agreement(
+    ids: list[int], ends: array[int], k0: int, win_ids: list[int], win_ends: array[int],
+    limit: int,
+) -> int:
+    """Tokens from ``k0`` on that the window reproduces, ending at a character boundary < limit."""
+    best = 0
+    n = min(len(ids) - k0, len(win_ids) - 1)
+    for i in range(n):
+        e = ends[k0 + i]
+        if ids[k0 + i] != win_ids[i] or (e >> 1) != (win_ends[i] >> 1) or e > limit:
+            break
+        nxt = ends[k0 + i + 1] >> 1 if k0 + i + 1 < len(ends) else None
+        if (win_ends[i + 1] >> 1) > (e >> 1) and (nxt is None or nxt > (e >> 1)):
+            best = i + 1
+    return best

@@ -1,0 +1,123 @@
+"""ChatSession: renders like transformers' apply_chat_template and encodes exactly."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jinja2
+import pytest
+
+from ttftscope.errors import TokenizerError
+from ttftscope.tokenization import ChatSession, Tokenizer
+from ttftscope.tokenization.chat import compile_template
+from ttftscope.workload import agent_turn
+
+# Strips reasoning from every assistant turn but the last, like Qwen3-style templates: earlier
+# text of the prompt changes between calls, so the encoder sees edits, not appends.
+THINK_TEMPLATE = """\
+{%- for m in messages %}
+{%- if m.role == 'assistant' and not loop.last %}
+{%- set c = m.content.split('</think>')[-1].lstrip('\\n') %}
+{%- else %}{% set c = m.content %}{% endif %}
+<|im_start|>{{ m.role }}
+{{ c }}<|im_end|>
+{% endfor %}
+{%- if add_generation_prompt %}<|im_start|>assistant
+<think>
+{% endif %}"""
+
+
+def _conversation(turns: int) -> list[list[dict[str, Any]]]:
+    """Successive message lists of an agent session (each a full request)."""
+    msgs: list[dict[str, Any]] = [
+        {"role": "system", "content": "You are a coding agent. Use tools. Be brief."},
+        {"role": "user", "content": "Fix the failing test in src/cache.py, please."},
+    ]
+    out = [list(msgs)]
+    for i in range(turns):
+        reply = f"<think>\nstep {i}: look</think>\n\nRunning."
+        msgs.append({"role": "assistant", "content": reply})
+        msgs.append({"role": "user", "content": agent_turn(i, chars=400 + 37 * i)})
+        out.append(list(msgs))
+    return out
+
+
+def _transformers_render(template: str, messages: list[dict[str, Any]], **kw: Any) -> str:
+    ctu = pytest.importorskip("transformers.utils.chat_template_utils")
+    rendered, _ = ctu.render_jinja_template(
+        conversations=[messages], chat_template=template, **kw
+    )
+    return str(rendered[0])
+
+
+@pytest.mark.parametrize("family", ["o200k", "qwen2", "llama3"])
+def test_growing_conversation_exact_and_same_render_as_transformers(
+    family: str, load_family: Callable[[str], Tokenizer]
+) -> None:
+    tok = load_family(family)
+    assert tok.chat_template, f"fixture {family} should carry a chat template"
+    session = ChatSession(tok)
+    for msgs in _conversation(8):
+        for gen in (True, False):
+            ids = session.encode(msgs, add_generation_prompt=gen)
+            assert ids == tok.encode(session.last_prompt)
+            want = _transformers_render(
+                tok.chat_template, msgs, add_generation_prompt=gen,
+                bos_token=tok.bos_token or "", eos_token=tok.eos_token or "",
+            )
+            assert session.last_prompt == want
+    assert session.stats.path in {"append", "edit", "same"}
+    assert session.stats.reused_tokens > 0
+
+
+def test_template_that_rewrites_earlier_turns(load_family: Callable[[str], Tokenizer]) -> None:
+    tok = load_family("qwen2")
+    session = ChatSession(tok, THINK_TEMPLATE)
+    paths = []
+    for msgs in _conversation(10):
+        ids = session.encode(msgs)
+        assert ids == session.full_encode(msgs)
+        paths.append(session.stats.path)
+        # the generation prompt is replaced by the assistant's answer in the next request
+        answered = [*msgs, {"role": "assistant", "content": "<think>\nhm</think>\n\nDone."}]
+        assert session.encode(answered, add_generation_prompt=False) == session.full_encode(
+            answered, add_generation_prompt=False
+        )
+    assert "edit" in paths  # the stripped reasoning really changed earlier text
+    assert session.stats.full_fallbacks == 0
+
+
+@pytest.mark.parametrize("family", ["llama2", "mistral_v3", "tekken", "gpt2"])
+def test_chatml_on_other_families(family: str, load_family: Callable[[str], Tokenizer]) -> None:
+    tok = load_family(family)
+    session = ChatSession(tok, THINK_TEMPLATE)
+    for msgs in _conversation(5):
+        assert session.encode(msgs) == session.full_encode(msgs)
+
+
+def test_render_helpers_match_transformers() -> None:
+    tmpl = (
+        "{% set ns = namespace(n=0) %}{% for m in messages %}{% set ns.n = ns.n + 1 %}"
+        "{% if m.role not in ['user', 'assistant'] %}{{ raise_exception('bad role') }}{% endif %}"
+        "{{ m.content }}{% endfor %}{{ tools | tojson }}|{{ ns.n }}"
+        "{% generation %}G{% endgeneration %}"
+    )
+    msgs = [{"role": "user", "content": "<a> & é"}]
+    tools = [{"name": "f", "description": "x < y"}]
+    ours = compile_template(tmpl).render(messages=msgs, tools=tools)
+    assert ours == '<a> & é[{"name": "f", "description": "x < y"}]|1G'
+    assert ours == _transformers_render(tmpl, msgs, tools=tools)
+    with pytest.raises(jinja2.TemplateError, match="bad role"):
+        compile_template(tmpl).render(messages=[{"role": "tool", "content": ""}], tools=None)
+    with pytest.raises(jinja2.exceptions.SecurityError):
+        compile_template("{% set ns = namespace() %}{% set ns._x = 1 %}").render()
+
+
+def test_errors_name_the_problem(load_family: Callable[[str], Tokenizer]) -> None:
+    tok = load_family("llama2")
+    if not tok.chat_template:
+        with pytest.raises(TokenizerError, match="no chat template"):
+            ChatSession(tok)
+    with pytest.raises(TokenizerError, match="does not compile"):
+        ChatSession(tok, "{% for %}")

@@ -1,0 +1,185 @@
+"""IncrementalEncoder == full encode, on every fixture family, at adversarial seams.
+
+Hypothesis examples per family: ``TTFTSCOPE_INCR_EXAMPLES`` (default 120).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ttftscope.tokenization import IncrementalEncoder, Tokenizer
+from ttftscope.tokenization.fixtures import FAMILIES, mixed_text
+
+EXAMPLES = int(os.environ.get("TTFTSCOPE_INCR_EXAMPLES", "100"))
+SETTINGS = settings(
+    max_examples=EXAMPLES, deadline=None, derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+
+# Fragments that sit on classic tokenizer seams.
+ATOMS = (
+    "", " ", "  ", "   ", "\t", "\t\t", " \t", "\n", "\n\n", "\r\n", "\r", "\r\r\n", "\n ",
+    "0", "12", "345", "6789", "1234567", "'", "'s", "'ll", "'S", "'re", "'d", "s", "ll", "ve",
+    "a", "abc", "ABC", "Abc", "aBC", "_", "x_y", ".", "...", "/", "//", "\\", "(", ")", ";",
+    "e\u0301", "\u0301", "\u0303", "n", "A\u030a", "\u1100", "\u1161", "\u11a8", "\uac00",
+    "👍", "\U0001f3fd", "👍🏽", "\u200d", "👨\u200d👩\u200d👧", "🇫🇷", "日本", "語", "中文，",
+    "مرحبا", "\u200f", "עברית", "𠀀", "\U0001f9ec", "\x00", "\x1c", "\xa0", "\u3000",
+    "     1\t", "    10\timport os\n", "--- a/x.py\n+++ b/x.py\n@@ -1,2 +1,3 @@\n",
+)
+SEAM = st.lists(st.sampled_from(ATOMS), max_size=6).map("".join) | st.text(max_size=12)
+
+
+def _specials(tok: Tokenizer) -> list[str]:
+    specials = [t.content for t in tok.added_tokens if len(t.content) > 1]
+    common = ["<|im_start|>", "<|im_end|>", "<|endoftext|>", "<s>", "</s>", "[INST]"]
+    return [s for s in common if s in specials] or specials[:3]
+
+
+@pytest.fixture(scope="module")
+def base_text() -> str:
+    return mixed_text(3000, seed=3)
+
+
+def _check(enc: IncrementalEncoder, tok: Tokenizer, text: str) -> None:
+    got = enc.encode(text)
+    assert got == tok.encode(text), (enc.stats.path, repr(text[-80:]))
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_appends_at_adversarial_seams(
+    family: str, load_family: Callable[[str], Tokenizer], base_text: str
+) -> None:
+    tok = load_family(family)
+    specials = _specials(tok)
+    ran = []
+
+    @SETTINGS
+    @given(first=SEAM, second=SEAM, third=SEAM, special=st.sampled_from(specials),
+           split=st.integers(0, 40), use_special=st.booleans())
+    def run(first: str, second: str, third: str, special: str, split: int,
+            use_special: bool) -> None:
+        if use_special:  # a special token split across the seam: "<|im_" + "start|>"
+            cut = split % (len(special) + 1)
+            first, second = first + special[:cut], special[cut:] + second
+        enc = IncrementalEncoder(tok)
+        text = base_text + first
+        _check(enc, tok, text)
+        text += second
+        _check(enc, tok, text)
+        text += third
+        _check(enc, tok, text)
+        ran.append(enc.stats.path)
+
+    run()
+    print(f"{family}: {len(ran)} seam cases, 0 mismatches, last path {ran[-1]}")
+    assert ran
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_random_edits(
+    family: str, load_family: Callable[[str], Tokenizer], base_text: str
+) -> None:
+    tok = load_family(family)
+    ran = []
+
+    @SETTINGS
+    @given(pos=st.floats(0, 1), delete=st.integers(0, 50), insert=SEAM, tail=SEAM)
+    def run(pos: float, delete: int, insert: str, tail: str) -> None:
+        enc = IncrementalEncoder(tok)
+        _check(enc, tok, base_text)
+        at = int(pos * len(base_text))
+        _check(enc, tok, base_text[:at] + insert + base_text[at + delete :] + tail)
+        ran.append(enc.stats.path)
+
+    run()
+    print(f"{family}: {len(ran)} edit cases, 0 mismatches")
+    assert ran
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_invalid_input_same_result_or_error(
+    family: str, load_family: Callable[[str], Tokenizer], base_text: str
+) -> None:
+    tok = load_family(family)
+    enc = IncrementalEncoder(tok)
+    _check(enc, tok, base_text)
+    for bad in (base_text + "a\ud800b", "\udfff"):
+        with pytest.raises(Exception) as want:
+            tok.encode(bad)
+        with pytest.raises(type(want.value)):
+            enc.encode(bad)
+    _check(enc, tok, base_text + "\x00\x00 nul")
+    for run in ("a" * 20000, " " * 20000, "7" * 20000, "\n" * 5000, "!" * 20000):
+        _check(enc, tok, base_text + run)
+        _check(enc, tok, base_text + run + run[:7] + "z")
+    _check(enc, tok, "")
+    _check(enc, tok, "x")
+
+
+@pytest.mark.parametrize("family", ["o200k", "qwen2", "llama2"])
+def test_add_special_tokens_and_shadow(
+    family: str, load_family: Callable[[str], Tokenizer], base_text: str
+) -> None:
+    tok = load_family(family)
+    enc = IncrementalEncoder(tok, add_special_tokens=True, shadow_every=2)
+    text = base_text
+    for piece in ("", " more", "\n\n12", " x"):
+        text += piece
+        assert enc.encode(text) == tok.encode(text, add_special_tokens=True)
+    assert enc.stats.shadow_checks == 2
+    assert enc.stats.shadow_mismatches == 0
+
+
+def test_stats_and_paths(load_family: Callable[[str], Tokenizer], base_text: str) -> None:
+    tok = load_family("o200k")
+    enc = IncrementalEncoder(tok)
+    enc.encode(base_text)
+    assert enc.stats.path == "full"
+    enc.encode(base_text + " appended words")
+    assert enc.stats.path == "append"
+    assert enc.stats.last_reused_tokens > 0
+    assert enc.stats.last_reencoded_chars < 200
+    enc.encode(base_text[:2000] + " edited")
+    assert enc.stats.path == "edit"
+    enc.encode(base_text[:2000] + " edited")
+    assert enc.stats.path == "same"
+    assert enc.cached_bytes / len(tok.encode(base_text[:2000] + " edited")) <= 16 + 64
+    enc.reset()
+    enc.encode("abc")
+    assert enc.stats.path == "full"
+
+
+BIG_CASES = int(os.environ.get("TTFTSCOPE_INCR_BIG_CASES", "6"))
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_realistic_context_random_appends_and_edits(
+    family: str, load_family: Callable[[str], Tokenizer]
+) -> None:
+    """~100K-token agent context: appends at random points and random edits, 0 mismatches."""
+    import random
+
+    from ttftscope.workload import agent_turn, build_context
+
+    tok = load_family(family)
+    rng = random.Random(family)
+    text = build_context(100_000, lambda s: len(tok.encode(s)), seed=5)
+    enc = IncrementalEncoder(tok)
+    _check(enc, tok, text)
+    for i in range(BIG_CASES):
+        turn = agent_turn(i, chars=rng.randint(1, 1400))
+        kind = rng.random()
+        if kind < 0.5:  # append after a cut at a random point near the end
+            text = text[: len(text) - rng.randint(0, 3000)] + turn
+        elif kind < 0.8:  # pure append, cut anywhere inside the turn
+            text = text + turn[: rng.randint(0, len(turn))]
+        else:  # non-append edit somewhere in the context
+            at = rng.randrange(len(text))
+            text = text[:at] + rng.choice(ATOMS) + text[at + rng.randint(0, 20) :]
+        _check(enc, tok, text)
+    print(f"{family}: {BIG_CASES} cases on a {len(enc.encode(text))}-token context, 0 mismatches")
