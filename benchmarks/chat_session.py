@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ttftscope.tokenization import ChatSession, load_tokenizer
+from ttftscope.tokenization.boundary import common_prefix_len
 from ttftscope.workload import agent_turn, build_context
 
 CHATML = (
@@ -38,21 +39,25 @@ def run(path: str, turns: int, tokens: int, chars: int, template: str | None) ->
         {"role": "user", "content": context},
     ]
     session.encode(msgs)
+    prev = session.last_prompt
     full_ms, inc_ms, app_ms, render_ms, mismatches = [], [], [], [], 0
     paths: dict[str, int] = {}
     for i in range(turns):
         turn = agent_turn(i, chars=chars)
         msgs += [{"role": "assistant", "content": f"Calling tool {i}."},
                  {"role": "user", "content": turn}]
+        prompt = session.render(msgs)  # untimed: only to know what the new turn added
+        delta = prompt[common_prefix_len(prev, prompt) :]
         t0 = time.perf_counter()
-        hf.encode(turn, add_special_tokens=False)
+        hf.encode(delta, add_special_tokens=False)
         t1 = time.perf_counter()
         got = session.encode(msgs)
         t2 = time.perf_counter()
-        prompt = session.render(msgs)
+        session.render(msgs)
         t3 = time.perf_counter()
         want = hf.encode(prompt, add_special_tokens=False).ids
         t4 = time.perf_counter()
+        prev = prompt
         mismatches += got != want
         paths[session.stats.path] = paths.get(session.stats.path, 0) + 1
         app_ms.append((t1 - t0) * 1e3)

@@ -81,17 +81,20 @@ def test_show_json(proj: Path) -> None:
     assert by_key["debug.log_token_count"]["value"] is False
 
 
-def test_show_prints_warnings_to_stderr(proj: Path) -> None:
-    base = loader_for(proj)
+def test_warnings_are_printed_once_to_stderr(tmp_path: Path) -> None:
+    import subprocess
+    import sys
 
-    def with_warning() -> LoadedSettings:
-        loaded = base()
-        loaded.warnings.append("something to fix")
-        return loaded
-
-    result = CliRunner().invoke(make_cli(with_warning), ["config", "show", "--json"])
-    assert "warning: something to fix" in result.stderr
-    assert json.loads(result.stdout)  # stdout stays pure JSON
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / "config.toml").write_text(f'[api]\napi_key = "{SECRET}"\n')
+    proc = subprocess.run(
+        [sys.executable, "-c", "from ttftscope.cli import main; main()", "config", "show",
+         "--json"], cwd=tmp_path, capture_output=True, text=True, check=False,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.count("warning:") == 1 and "config.toml" in proc.stderr
+    assert SECRET not in proc.stderr + proc.stdout
+    assert json.loads(proc.stdout)  # stdout stays pure JSON
 
 
 def test_config_error_propagates_to_the_main_cli(proj: Path) -> None:

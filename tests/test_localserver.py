@@ -189,12 +189,15 @@ def test_cli_status_start_stop(cache: Path, monkeypatch: pytest.MonkeyPatch) -> 
 
 
 def test_cli_start_failure_uses_error_exit_code(
-    cache: Path, monkeypatch: pytest.MonkeyPatch
+    cache: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    from ttftscope.cli import main
+
     use_fake(monkeypatch, mode="die")
-    result = CliRunner().invoke(local_server, ["start", "--wait-s", "20"])
-    assert result.exit_code == LocalServerError.exit_code
-    assert "fake engine failed" in result.output
+    with pytest.raises(SystemExit) as info:
+        main(["local-server", "start", "--wait-s", "20"])
+    assert info.value.code == LocalServerError.exit_code
+    assert "fake engine failed" in capsys.readouterr().err
 
 
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc")

@@ -125,6 +125,7 @@ def test_connection_refused() -> None:
 def test_tls_error(srv: FaultServer) -> None:
     exc = ping_error(srv.base_url().replace("http://", "https://"))
     assert isinstance(exc, errors.ConnectError) and exc.kind == "tls_error"
+    assert exc.exit_code == 17
 
 
 def test_timeout() -> None:
@@ -146,3 +147,4 @@ def test_dns_failure() -> None:
     with pytest.raises(errors.ConnectError) as info:
         do_ping("http://no-such-host.invalid/v1", transport=_DNSFail())
     assert info.value.kind == "dns_failure" and "no-such-host.invalid" in str(info.value)
+    assert info.value.exit_code == 16

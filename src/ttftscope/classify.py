@@ -19,14 +19,12 @@ from dataclasses import dataclass
 import httpx
 
 from ttftscope import errors
-from ttftscope.config import redact_text
 
 __all__ = [
     "RequestFailure",
     "classify_exception",
     "classify_status",
     "not_an_api",
-    "redact",
     "to_exception",
 ]
 
@@ -42,15 +40,6 @@ class RequestFailure:
     hint: str | None = None
     status: int | None = None
     retry_after: str | None = None
-
-
-def redact(text: str, secret: str | None) -> str:
-    """Mask ``secret`` in ``text`` (API keys echoed by servers or embedded in URLs).
-
-    >>> redact("bad key sk-0123456789abcdefXYZ", "sk-0123456789abcdefXYZ")
-    'bad key sk-…fXYZ'
-    """
-    return redact_text(text, [secret])
 
 
 def _causes(exc: BaseException) -> list[BaseException]:

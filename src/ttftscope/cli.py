@@ -117,6 +117,11 @@ def main(argv: list[str] | None = None) -> None:
         message = escape(redact_text(str(exc), secrets))
         err_console.print(f"[red]error:[/red] {message}", highlight=False)
         sys.exit(exc.exit_code)
+    except OSError as exc:  # a file or folder we were told to use: say which and why
+        where = f" ({exc.filename})" if exc.filename else ""
+        err_console.print(f"[red]error:[/red] {escape(exc.strerror or str(exc))}{escape(where)}"
+                          "\n  hint: check the path and its permissions", highlight=False)
+        sys.exit(1)
     except click.exceptions.Abort:
         err_console.print("aborted")
         sys.exit(130)
@@ -138,5 +143,6 @@ def run_async(coro: Any) -> Any:
     return asyncio.run(coro)
 
 
-def print_json(data: Any) -> None:
-    click.echo(json.dumps(data, indent=2, default=str))
+def dumps(data: Any) -> str:
+    """JSON for people and machines: indented, anything unusual as its string form."""
+    return json.dumps(data, indent=2, default=str)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 from rich.console import Console
@@ -13,11 +14,12 @@ from ttftscope.cli import (
     CliState,
     apply_endpoint_flags,
     cli,
+    dumps,
     endpoint_options,
     err_console,
-    print_json,
     run_async,
 )
+from ttftscope.client import StreamResult, raise_for_result
 from ttftscope.endpoint import Endpoint
 from ttftscope.errors import ConfigError
 from ttftscope.probe import ProbeOptions, run_probe
@@ -25,14 +27,18 @@ from ttftscope.records import ProbeRecord, RecordWriter
 from ttftscope.report.terminal import print_probe_summary
 from ttftscope.summary import summarize
 
+N = TypeVar("N", int, float)
 
-def _int_list(text: str, what: str) -> list[int]:
+
+def _numbers(text: str, what: str, cast: Callable[[str], N]) -> list[N]:
+    """Parse ``"0,8000,32000"``; a clear error names the flag and shows an example."""
     try:
-        values = [int(v.strip().replace("_", "")) for v in text.split(",") if v.strip()]
+        values = [cast(v.strip().replace("_", "")) for v in text.split(",") if v.strip()]
     except ValueError:
-        raise ConfigError(f"{what} {text!r} is not a comma-separated list of integers",
-                          hint=f"for example {what} 0,8000,32000") from None
-    if not values or any(v < 0 for v in values):
+        raise ConfigError(f"{what} {text!r} is not a comma-separated list of numbers",
+                          hint=f"for example {what} " + ("0,8000,32000" if cast is int
+                                                         else "50,90,99")) from None
+    if not values or any(float(v) < 0 for v in values):
         raise ConfigError(f"{what} {text!r} needs at least one value, none negative")
     return values
 
@@ -49,7 +55,7 @@ def ping(ctx: click.Context, /, **kwargs: Any) -> None:
     ep = Endpoint.from_settings(s, headers=state.headers)
     result = run_async(do_ping(base_url=ep.base_url, api_key=ep.api_key,
                                model=ep.model or None, timeout_s=ep.timeout_s,
-                               headers=ep.headers))
+                               headers=ep.headers, retries=ep.max_retries))
     click.echo(f"ok  base_url={result.base_url}  model={result.model_reported}  "
                f"latency={result.latency_ms:.1f} ms")
 
@@ -77,43 +83,48 @@ def _fmt(v: float | None) -> str:
     return "–" if v is None else f"{v:.1f}"
 
 
-def _mask(rec: ProbeRecord, obs: Any) -> ProbeRecord:
-    """Drop the fields the observability settings say not to record."""
+def _excluded_fields(obs: Any) -> set[str]:
+    """Record fields the observability settings say not to write."""
+    out: set[str] = set()
     if not obs.record_ttft:
-        rec.client_ttft_ms = rec.wire_ttft_ms = rec.server_ttft_ms = None
+        out |= {"client_ttft_ms", "wire_ttft_ms", "server_ttft_ms"}
     if not obs.record_tokenize_ms:
-        rec.tokenize_ms = None
+        out.add("tokenize_ms")
     if not obs.record_queue_ms:
-        rec.queue_ms = None
-    return rec
+        out.add("queue_ms")
+    return out
+
+
+def _open_writer(s: Any, result_dir: Path | None) -> RecordWriter | None:
+    if result_dir is None and s.debug.log_request_timing:
+        result_dir = Path("ttftscope-results")
+    if result_dir is None:
+        return None
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    return RecordWriter(result_dir / f"probe-{stamp}.jsonl",
+                        exclude=_excluded_fields(s.observability))
+
+
+def _local_tokenizer(s: Any) -> Any:
+    if s.tokenizer.path is None:
+        return None
+    from ttftscope.tokenization import load_tokenizer
+
+    return load_tokenizer(s.tokenizer.path)
 
 
 def execute_probe(state: CliState, opts: ProbeOptions, *, result_dir: Path | None,
-                  as_json: bool, percentiles: list[int]) -> dict[str, Any]:
-    """Run a probe with the CLI's settings; print the table (or JSON); return the summary."""
-    loaded = state.load()
-    s = loaded.settings
+                  as_json: bool, percentiles: list[float]) -> dict[str, Any]:
+    """Run a probe with the CLI's settings; print the table (or JSON); return the summary.
+
+    Exits with the first failure's error code when no request produced a usable sample.
+    """
+    s = state.load().settings
     ep = Endpoint.from_settings(s, headers=state.headers)
-    if result_dir is None and s.debug.log_request_timing:
-        result_dir = Path("ttftscope-results")
-    writer = None
-    if result_dir is not None:
-        stamp = time.strftime("%Y%m%d-%H%M%S")
-        writer = RecordWriter(result_dir / f"probe-{stamp}.jsonl")
-    tok = None
-    if s.tokenizer.path is not None:
-        from ttftscope.tokenization import load_tokenizer
-
-        tok = load_tokenizer(s.tokenizer.path)
-    log = _request_logger(state)
-
-    def on_record(rec: ProbeRecord) -> None:
-        _mask(rec, s.observability)
-        if log is not None:
-            log(rec)
-
+    tok = _local_tokenizer(s)
+    writer = _open_writer(s, result_dir)
     try:
-        run = run_async(run_probe(ep, opts, writer=writer, on_record=on_record,
+        run = run_async(run_probe(ep, opts, writer=writer, on_record=_request_logger(state),
                                   local_tokenizer=tok))
     finally:
         if writer is not None:
@@ -123,31 +134,36 @@ def execute_probe(state: CliState, opts: ProbeOptions, *, result_dir: Path | Non
     summary["run_id"] = run.run_id
     if writer is not None:
         summary["records_path"] = str(writer.path)
-        (writer.path.with_suffix(".summary.json")).write_text(_dumps(summary))
+        writer.path.with_suffix(".summary.json").write_text(dumps(summary))
     if as_json:
-        print_json(summary)
+        click.echo(dumps(summary))
     else:
         print_probe_summary(summary, Console())
         if writer is not None:
             click.echo(f"records: {writer.path}")
+    _fail_if_nothing_measured(run.records)
     return summary
 
 
-def _dumps(data: Any) -> str:
-    import json
-
-    return json.dumps(data, indent=2, default=str)
+def _fail_if_nothing_measured(records: list[ProbeRecord]) -> None:
+    if any(r.ok for r in records):
+        return
+    first = next((r for r in records if not r.ok), None)
+    if first is not None:
+        raise_for_result(StreamResult(ok=False, error_kind=first.error_kind, error=first.error,
+                                      status=first.status, retry_after=first.retry_after))
 
 
 def probe_options(func: Any) -> Any:
+    """The probe's own options (names follow ``vllm bench serve`` where they mean the same)."""
     opts = [
         click.option("--context-tokens", default="0", show_default=True,
                      help="Comma-separated context sizes in tokens, e.g. 0,8000,32000"),
         click.option("--repeat", default=5, show_default=True, type=click.IntRange(1),
                      help="Warm requests per context size"),
         click.option("--num-warmups", default=1, show_default=True, type=click.IntRange(0)),
-        click.option("--max-tokens", "probe_max_tokens", default=4, show_default=True,
-                     type=click.IntRange(1), help="Tokens to generate per request"),
+        click.option("--max-tokens", type=click.IntRange(1),
+                     help="Tokens to generate per request (default: model.max_tokens)"),
         click.option("--ab", type=click.Choice(["ids"]),
                      help="Also send each prompt as text and as token ids (/v1/completions)"),
         click.option("--seed", default=0, show_default=True, type=int),
@@ -161,11 +177,19 @@ def probe_options(func: Any) -> Any:
     return func
 
 
-def _probe_opts(kw: dict[str, Any]) -> ProbeOptions:
-    return ProbeOptions(context_tokens=_int_list(kw["context_tokens"], "--context-tokens"),
-                        repeat=kw["repeat"], num_warmups=kw["num_warmups"],
-                        max_tokens=kw["probe_max_tokens"], ab=kw["ab"], seed=kw["seed"],
-                        salt=f"{kw['seed']}-{time.time_ns() % 10**9}")
+def _run_probe_command(state: CliState, kw: dict[str, Any]) -> None:
+    if kw["max_tokens"] is not None:
+        state.flags["model.max_tokens"] = kw["max_tokens"]
+        state._loaded = None
+    opts = ProbeOptions(context_tokens=_numbers(kw["context_tokens"], "--context-tokens", int),
+                        repeat=kw["repeat"], num_warmups=kw["num_warmups"], ab=kw["ab"],
+                        seed=kw["seed"], salt=f"{kw['seed']}-{time.time_ns() % 10**9}")
+    percentiles = _numbers(kw["metric_percentiles"], "--metric-percentiles", float)
+    if any(q > 100 for q in percentiles):
+        raise ConfigError(f"--metric-percentiles {kw['metric_percentiles']!r}: each must be "
+                          "between 0 and 100", hint="for example 50,90,99")
+    execute_probe(state, opts, result_dir=kw["result_dir"], as_json=kw["as_json"],
+                  percentiles=percentiles)
 
 
 @cli.command()
@@ -174,10 +198,7 @@ def _probe_opts(kw: dict[str, Any]) -> ProbeOptions:
 @click.pass_context
 def probe(ctx: click.Context, /, **kwargs: Any) -> None:
     """Time requests one at a time and split each TTFT into its parts."""
-    state = apply_endpoint_flags(ctx, kwargs)
-    execute_probe(state, _probe_opts(kwargs), result_dir=kwargs["result_dir"],
-                  as_json=kwargs["as_json"],
-                  percentiles=_int_list(kwargs["metric_percentiles"], "--metric-percentiles"))
+    _run_probe_command(apply_endpoint_flags(ctx, kwargs), kwargs)
 
 
 @cli.command()
@@ -194,14 +215,12 @@ def demo(ctx: click.Context, /, keep_server: bool, **kwargs: Any) -> None:
     server = localserver.start()
     try:
         state.flags.update({"api.base_url": server.base_url, "model.default": server.model})
+        state._loaded = None
         if state.load().settings.tokenizer.path is None:
             # the served model's own tokenizer, so client-side tokenization is measured too
             state.flags["tokenizer.path"] = str(localserver_build.model_dir())
-        state._loaded = None
-        opts = _probe_opts(kwargs)
-        execute_probe(state, opts, result_dir=kwargs["result_dir"], as_json=kwargs["as_json"],
-                      percentiles=_int_list(kwargs["metric_percentiles"],
-                                            "--metric-percentiles"))
+            state._loaded = None
+        _run_probe_command(state, kwargs)
     finally:
         if not keep_server and not was_running:
             localserver.stop()

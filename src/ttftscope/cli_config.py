@@ -75,9 +75,7 @@ def config_group() -> click.Group:
     @click.pass_context
     def show(ctx: click.Context, as_json: bool) -> None:
         """Show every effective setting, its value (API keys redacted) and where it came from."""
-        loaded = _loader(ctx).load()
-        for warning in loaded.warnings:
-            click.secho(f"warning: {warning}", fg="yellow", err=True)
+        loaded = _loader(ctx).load()  # the loader reports warnings, once per run
         if as_json:
             click.echo(json.dumps(loaded.rows(), indent=2))
         else:

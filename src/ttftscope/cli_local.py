@@ -5,33 +5,18 @@ Thin: parse, call :mod:`ttftscope.localserver`, print. Errors exit with their ``
 
 from __future__ import annotations
 
-import functools
 import json
 import sys
-from collections.abc import Callable
 from dataclasses import asdict
 from typing import ParamSpec, TypeVar
 
 import click
 
 from ttftscope import localserver
-from ttftscope.errors import TtftscopeError
 from ttftscope.localserver_build import ensure_tiny_model, ensure_vllm_venv
 
 P = ParamSpec("P")
 R = TypeVar("R")
-
-
-def _exits_on_error(func: Callable[P, R]) -> Callable[P, R]:
-    @functools.wraps(func)
-    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        try:
-            return func(*args, **kwargs)
-        except TtftscopeError as exc:
-            click.echo(f"error: {exc}", err=True)
-            sys.exit(exc.exit_code)
-
-    return wrapper
 
 
 def _show(server: localserver.LocalServer, as_json: bool) -> None:
@@ -48,7 +33,6 @@ def local_server() -> None:
 
 
 @local_server.command()
-@_exits_on_error
 def install() -> None:
     """Install vLLM into its own cached venv and build the tiny model (once, ~3 minutes)."""
     venv = ensure_vllm_venv()
@@ -62,7 +46,6 @@ def install() -> None:
               help="Seconds to wait for /health.")
 @click.option("--json", "as_json", is_flag=True, help="Print the server as one JSON object.")
 @click.argument("extra_args", nargs=-1, type=click.UNPROCESSED)
-@_exits_on_error
 def start(port: int | None, wait_s: float, as_json: bool, extra_args: tuple[str, ...]) -> None:
     """Start (or reuse) the server; arguments after the options go to vLLM.
 
@@ -72,7 +55,6 @@ def start(port: int | None, wait_s: float, as_json: bool, extra_args: tuple[str,
 
 
 @local_server.command()
-@_exits_on_error
 def stop() -> None:
     """Stop the server and every process it started."""
     click.echo("stopped" if localserver.stop() else "no local server was running")
@@ -80,7 +62,6 @@ def stop() -> None:
 
 @local_server.command()
 @click.option("--json", "as_json", is_flag=True, help="Print the server as one JSON object.")
-@_exits_on_error
 def status(as_json: bool) -> None:
     """Show the running server; exit 1 when none answers."""
     server = localserver.status()

@@ -32,9 +32,9 @@ from ttftscope.classify import (
     classify_exception,
     classify_status,
     not_an_api,
-    redact,
     to_exception,
 )
+from ttftscope.config import redact_text
 from ttftscope.sse import SSEDecoder, SSEEvent
 
 __all__ = [
@@ -175,7 +175,7 @@ class _Run:
         return StreamResult(
             ok=f is None, status=self.status if f is None else f.status or self.status,
             error_kind=None if f is None else f.kind,
-            error=None if f is None else redact(f.message, self.key),
+            error=None if f is None else redact_text(f.message, [self.key]),
             error_hint=None if f is None else f.hint,
             retry_after=None if f is None else f.retry_after,
             phases=phases, text="".join(self.text),

@@ -278,8 +278,14 @@ def _choose_profile(
 
 def _validate(entry: Entry, cwd: Path) -> Any:
     section, name = entry.key.split(".")
+    raw = entry.value
+    # Files carry typed values: `timeout = true` or `log_request_timing = "yes"` is a mistake
+    # there, so they validate strictly; environment and flags are text and coerce.
+    strict = entry.source.kind == "file"
+    if strict and isinstance(raw, str) and name == "path":
+        raw = Path(raw)
     try:
-        value = getattr(SECTIONS[section].model_validate({name: entry.value}), name)
+        value = getattr(SECTIONS[section].model_validate({name: raw}, strict=strict), name)
     except ValidationError as exc:
         raise _invalid(entry, exc) from None
     if isinstance(value, Path):

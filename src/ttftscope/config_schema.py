@@ -45,17 +45,28 @@ class Source:
         return self.detail
 
 
-def derive_metrics_url(base_url: str) -> str:
-    """The Prometheus endpoint next to an OpenAI-style base URL (a trailing ``/v1`` is dropped).
+def root_url(base_url: str) -> str:
+    """The server root next to an OpenAI-style base URL (a trailing ``/v1`` is dropped).
 
-    >>> derive_metrics_url("http://127.0.0.1:8000/v1")
-    'http://127.0.0.1:8000/metrics'
+    ``/metrics``, ``/tokenize`` and ``/health`` live there on vLLM and SGLang.
+
+    >>> root_url("http://127.0.0.1:8000/v1/")
+    'http://127.0.0.1:8000'
     """
     parts = urlsplit(base_url.rstrip("/"))
     path = parts.path.rstrip("/")
     if path.endswith("/v1"):
         path = path[: -len("/v1")]
-    return urlunsplit((parts.scheme, parts.netloc, f"{path}/metrics", "", ""))
+    return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
+
+
+def derive_metrics_url(base_url: str) -> str:
+    """The Prometheus endpoint next to an OpenAI-style base URL.
+
+    >>> derive_metrics_url("http://127.0.0.1:8000/v1")
+    'http://127.0.0.1:8000/metrics'
+    """
+    return root_url(base_url) + "/metrics"
 
 
 def check_base_url(url: str) -> str:

@@ -1,4 +1,5 @@
-"""The server we talk to: URLs, credentials, model, and the few non-streaming calls we need."""
+"""The server we talk to: URLs, credentials, model and sampling settings, and the few
+non-streaming calls we need (``/models``, ``/tokenize``)."""
 
 from __future__ import annotations
 
@@ -7,17 +8,11 @@ from typing import Any
 
 import httpx
 
-from ttftscope.errors import BadResponse, ConnectError, HTTPStatusError
-
-
-def root_url(base_url: str) -> str:
-    """The server root for non-OpenAI routes (``/tokenize``, ``/metrics``, ``/health``).
-
-    >>> root_url("http://127.0.0.1:8000/v1/")
-    'http://127.0.0.1:8000'
-    """
-    url = base_url.rstrip("/")
-    return url[: -len("/v1")] if url.endswith("/v1") else url
+from ttftscope.client import request_headers
+from ttftscope.config_schema import root_url
+from ttftscope.errors import BadResponse, ModelNotFound
+from ttftscope.http_json import call_json
+from ttftscope.ping import list_models
 
 
 @dataclass
@@ -33,6 +28,9 @@ class Endpoint:
     api_key: str | None = None
     timeout_s: float = 600.0
     model: str = ""
+    max_tokens: int = 16
+    temperature: float = 0.0
+    max_retries: int = 0
     headers: dict[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -45,53 +43,45 @@ class Endpoint:
             api_key=key.get_secret_value() if key is not None else None,
             timeout_s=float(settings.api.timeout_seconds),
             model=settings.model.default or "",
+            max_tokens=settings.model.max_tokens,
+            temperature=settings.model.temperature,
+            max_retries=settings.api.max_retries,
             headers=dict(headers or {}),
         )
 
     @property
     def root(self) -> str:
+        """Server root for non-OpenAI routes (``/tokenize``, ``/metrics``, ``/health``)."""
         return root_url(self.base_url)
 
     def auth_headers(self) -> dict[str, str]:
-        out = dict(self.headers)
-        if self.api_key:
-            out["Authorization"] = f"Bearer {self.api_key}"
-        return out
-
-    async def _call(self, client: httpx.AsyncClient, method: str, url: str,
-                    json: Any = None) -> Any:
-        try:
-            resp = await client.request(method, url, json=json, headers=self.auth_headers(),
-                                        timeout=self.timeout_s)
-        except httpx.TransportError as exc:
-            raise ConnectError(f"{method} {url} failed: {type(exc).__name__}",
-                               hint="is the server running? `ttftscope ping` tells more") from None
-        if resp.status_code >= 400:
-            raise HTTPStatusError(f"{method} {url} answered {resp.status_code}: "
-                                  f"{resp.text[:200]}", status=resp.status_code,
-                                  hint="this route is vLLM/SGLang-specific; set tokenizer.path "
-                                  "to count tokens locally instead")
-        try:
-            return resp.json()
-        except ValueError:
-            raise BadResponse(f"{method} {url} did not answer JSON",
-                              hint="check api.base_url; it should end in /v1") from None
+        """Extra headers plus ``Authorization`` when a key is set (for scrapes)."""
+        return request_headers(self.api_key, self.headers)
 
     async def tokenize(self, client: httpx.AsyncClient, text: str) -> list[int]:
         """The server's own token ids for ``text`` (vLLM ``/tokenize``)."""
-        data = await self._call(client, "POST", f"{self.root}/tokenize",
-                                {"model": self.model, "prompt": text})
+        url = f"{self.root}/tokenize"
+        try:
+            _, data = await call_json(client, "POST", url, api_key=self.api_key,
+                                      timeout_s=self.timeout_s, headers=self.headers,
+                                      payload={"model": self.model, "prompt": text},
+                                      retries=self.max_retries)
+        except ModelNotFound as exc:
+            raise ModelNotFound(f"{url} answered 404: this server has no /tokenize route",
+                                status=404, hint="set tokenizer.path to count tokens locally"
+                                ) from exc
         tokens = data.get("tokens") if isinstance(data, dict) else None
         if not isinstance(tokens, list):
-            raise BadResponse(f"{self.root}/tokenize answered without a 'tokens' list",
+            raise BadResponse(f"{url} answered without a 'tokens' list",
                               hint="set tokenizer.path to count tokens locally")
         return [int(t) for t in tokens]
 
     async def discover_model(self, client: httpx.AsyncClient) -> str:
         """The first model the server lists at ``/v1/models``."""
-        data = await self._call(client, "GET", f"{self.base_url}/models")
-        models = [m.get("id") for m in data.get("data", [])] if isinstance(data, dict) else []
-        if not models or not isinstance(models[0], str):
+        models = await list_models(base_url=self.base_url, api_key=self.api_key,
+                                   timeout_s=self.timeout_s, headers=self.headers,
+                                   client=client, retries=self.max_retries)
+        if not models:
             raise BadResponse(f"{self.base_url}/models lists no models",
                               hint="set model.default (or --model) explicitly")
         return models[0]

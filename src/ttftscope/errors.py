@@ -5,7 +5,7 @@ Tree::
     TtftscopeError                  exit code 1 unless a subclass says otherwise
     ├── ConfigError                 bad config file, key, type, value or profile (exit 2)
     ├── RequestError                a request to the server failed (exit 3..12, by kind)
-    │   ├── ConnectError            connection refused / DNS failure / TLS error
+    │   ├── ConnectError            connection refused (4) / DNS failure (16) / TLS error (17)
     │   ├── RequestTimeout          no answer within api.timeout_seconds
     │   ├── HTTPStatusError         4xx/5xx (AuthError, ModelNotFound, RateLimited, ServerError)
     │   ├── BadResponse             not JSON / HTML / not an OpenAI-style answer
@@ -19,6 +19,8 @@ where a key could appear (URLs, headers, server echoes).
 """
 
 from __future__ import annotations
+
+from typing import ClassVar
 
 
 class TtftscopeError(Exception):
@@ -50,15 +52,22 @@ class RequestError(TtftscopeError):
 
 
 class ConnectError(RequestError):
+    """No HTTP exchange happened; ``kind`` says why, and each kind has its own exit code."""
+
     exit_code = 4
     kind = "connect_error"
+    EXIT_CODES: ClassVar[dict[str, int]] = {
+        "connection_refused": 4, "connect_error": 4, "dns_failure": 16, "tls_error": 17}
 
     def __init__(self, message: str, *, hint: str | None = None, kind: str = "connect_error"):
         super().__init__(message, hint=hint)
-        self.kind = kind  # connection_refused | dns_failure | tls_error | connect_error
+        self.kind = kind
+        self.exit_code = self.EXIT_CODES.get(kind, 4)
 
 
 class RequestTimeout(RequestError):
+    """No answer (or no next byte of the stream) within api.timeout_seconds."""
+
     exit_code = 5
     kind = "timeout"
 
@@ -75,16 +84,22 @@ class HTTPStatusError(RequestError):
 
 
 class AuthError(HTTPStatusError):
+    """401/403: the key is missing, wrong or not allowed this model."""
+
     exit_code = 7
     kind = "auth_error"
 
 
 class ModelNotFound(HTTPStatusError):
+    """404: usually a model name the server does not serve."""
+
     exit_code = 8
     kind = "not_found"
 
 
 class RateLimited(HTTPStatusError):
+    """429: the server or a gateway in front of it is throttling; keeps Retry-After."""
+
     exit_code = 9
     kind = "rate_limited"
 
@@ -97,27 +112,39 @@ class RateLimited(HTTPStatusError):
 
 
 class ServerError(HTTPStatusError):
+    """5xx: the server failed; its log says why."""
+
     exit_code = 10
     kind = "server_error"
 
 
 class BadResponse(RequestError):
+    """An answer that is not an OpenAI-compatible API (HTML, non-JSON, missing fields)."""
+
     exit_code = 11
     kind = "bad_response"
 
 
 class StreamError(RequestError):
+    """The stream broke off or carried an error event."""
+
     exit_code = 12
     kind = "stream_error"
 
 
 class MetricsError(TtftscopeError):
+    """/metrics unreachable, missing or unparsable."""
+
     exit_code = 13
 
 
 class TokenizerError(TtftscopeError):
+    """A tokenizer file is missing, unreadable or of an unsupported kind."""
+
     exit_code = 14
 
 
 class LocalServerError(TtftscopeError):
+    """The local vLLM could not be installed, built, started or stopped."""
+
     exit_code = 15

@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ttftscope.assets import cache_dir
+from ttftscope.config_schema import root_url
 from ttftscope.errors import LocalServerError
 from ttftscope.localserver_build import (
     Progress,
@@ -71,7 +72,7 @@ class LocalServer:
     @property
     def root_url(self) -> str:
         """Server root without ``/v1`` (for ``/health``, ``/metrics``, ``/tokenize``)."""
-        return self.base_url.removesuffix("/v1")
+        return root_url(self.base_url)
 
 
 def state_dir() -> Path:
@@ -358,14 +359,16 @@ def _signal_group(pgid: int, sig: signal.Signals) -> None:
 def running_server(
     port: int | None = None, *, extra_args: Sequence[str] = (), wait_s: float = 300.0
 ) -> Iterator[LocalServer]:
-    """Start a server for the block and always stop it afterwards.
+    """Start a server for the block and stop it afterwards (unless it was already running).
 
     >>> with running_server() as srv:  # doctest: +SKIP
     ...     srv.port > 0
     True
     """
+    already = status()
     server = start(port, extra_args=extra_args, wait_s=wait_s)
     try:
         yield server
     finally:
-        stop()
+        if already is None:  # never stop a server somebody else started
+            stop()

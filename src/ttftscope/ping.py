@@ -12,29 +12,21 @@ PingResult(base_url='http://127.0.0.1:8000/v1', model_requested='tiny', model_re
 
 from __future__ import annotations
 
-import dataclasses
 import difflib
-import json
 import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from typing import Any, NoReturn
+from typing import Any
 
 import httpx
 from pydantic import BaseModel
 
 from ttftscope import errors
-from ttftscope.classify import (
-    RequestFailure,
-    classify_exception,
-    classify_status,
-    redact,
-    to_exception,
-)
+from ttftscope.config import redact_text
+from ttftscope.http_json import WRONG_THING, call_json
 
 __all__ = ["PingResult", "list_models", "ping"]
 
-_WRONG_THING = "base_url points at the wrong thing; it should end in /v1 (e.g. http://127.0.0.1:8000/v1)"
 
 
 class PingResult(BaseModel):
@@ -56,37 +48,10 @@ async def _client(client: httpx.AsyncClient | None) -> AsyncIterator[httpx.Async
         yield own
 
 
-def _raise(failure: RequestFailure, api_key: str | None) -> NoReturn:
-    raise to_exception(dataclasses.replace(failure, message=redact(failure.message, api_key)))
-
-
-async def _call(
-    client: httpx.AsyncClient, method: str, url: str, *, api_key: str | None,
-    timeout_s: float, headers: Mapping[str, str] | None, payload: object = None,
-) -> tuple[httpx.Response, Any]:
-    """Send, classify transport failures and error statuses, return (response, parsed JSON)."""
-    hdrs = {"Accept": "application/json", **(headers or {})}
-    if api_key:
-        hdrs["Authorization"] = f"Bearer {api_key}"
-    try:
-        resp = await client.request(method, url, json=payload, headers=hdrs,
-                                    timeout=httpx.Timeout(timeout_s))
-    except (httpx.HTTPError, OSError) as exc:
-        _raise(classify_exception(exc, url, timeout_s), api_key)
-    if resp.status_code != 200:
-        _raise(classify_status(resp.status_code, resp.headers, resp.content, url), api_key)
-    ctype = resp.headers.get("content-type", "").split(";")[0].strip() or "no content type"
-    try:
-        return resp, json.loads(resp.content)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise errors.BadResponse(
-            redact(f"{url} answered with {ctype}, not JSON: this is not an OpenAI-compatible API",
-                   api_key), hint=_WRONG_THING) from None
-
-
 async def list_models(
     *, base_url: str, api_key: str | None, timeout_s: float,
     headers: Mapping[str, str] | None = None, client: httpx.AsyncClient | None = None,
+    retries: int = 0,
 ) -> list[str]:
     """Ids from ``GET {base_url}/models``, in the server's order.
 
@@ -97,27 +62,29 @@ async def list_models(
     url = base_url.rstrip("/") + "/models"
     async with _client(client) as c:
         try:
-            _, obj = await _call(c, "GET", url, api_key=api_key, timeout_s=timeout_s,
-                                 headers=headers)
+            _, obj = await call_json(c, "GET", url, api_key=api_key, timeout_s=timeout_s,
+                                     headers=headers, retries=retries)
         except errors.ModelNotFound as exc:
-            raise errors.BadResponse(f"GET {url} answered 404", hint=_WRONG_THING) from exc
+            raise errors.BadResponse(f"GET {url} answered 404", hint=WRONG_THING) from exc
     data = obj.get("data") if isinstance(obj, dict) else None
     if not isinstance(data, list):
         raise errors.BadResponse(
-            redact(f"GET {url} did not return an OpenAI model list", api_key), hint=_WRONG_THING)
+            redact_text(f"GET {url} did not return an OpenAI model list", [api_key]),
+            hint=WRONG_THING)
     return [str(m["id"]) for m in data if isinstance(m, dict) and "id" in m]
 
 
 async def ping(
     *, base_url: str, api_key: str | None, model: str | None, timeout_s: float,
     headers: Mapping[str, str] | None = None, client: httpx.AsyncClient | None = None,
+    retries: int = 0,
 ) -> PingResult:
     """One non-streaming chat completion (``max_tokens`` 8); raise a clear error if it fails.
 
     With ``model=None`` the first model of ``GET /models`` is used. See the module docstring.
     """
     kw: dict[str, Any] = {"base_url": base_url, "api_key": api_key, "timeout_s": timeout_s,
-                          "headers": headers}
+                          "headers": headers, "retries": retries}
     async with _client(client) as c:
         if model is None:
             served = await list_models(client=c, **kw)
@@ -130,14 +97,14 @@ async def ping(
                    "messages": [{"role": "user", "content": "ping"}]}
         t0 = time.perf_counter_ns()
         try:
-            resp, obj = await _call(c, "POST", url, api_key=api_key, timeout_s=timeout_s,
-                                    headers=headers, payload=payload)
+            resp, obj = await call_json(c, "POST", url, api_key=api_key, timeout_s=timeout_s,
+                                        headers=headers, payload=payload, retries=retries)
         except errors.ModelNotFound as exc:
             raise await _explain_404(c, model, exc, kw) from exc
         latency_ms = (time.perf_counter_ns() - t0) / 1e6
     if not isinstance(obj, dict) or not isinstance(obj.get("choices"), list):
         raise errors.BadResponse(f"{url} answered JSON without a `choices` list",
-                                 hint=_WRONG_THING)
+                                 hint=WRONG_THING)
     reported = obj.get("model")
     return PingResult(base_url=base_url, model_requested=model,
                       model_reported=None if reported is None else str(reported),
@@ -152,7 +119,7 @@ async def _explain_404(
         served = await list_models(client=client, **kw)
     except errors.RequestError as listing:
         return errors.BadResponse(f"{exc.message}; GET /models failed too: {listing.message}",
-                                  hint=_WRONG_THING)
+                                  hint=WRONG_THING)
     if model in served:
         return exc
     names = ", ".join(served) or "(none)"

@@ -19,7 +19,7 @@ from typing import Any
 
 import httpx
 
-from ttftscope.client import CompletionPath, stream_completion
+from ttftscope.client import CompletionPath, raise_for_result, stream_completion
 from ttftscope.decompose import client_fields, run_checks, server_fields
 from ttftscope.endpoint import Endpoint
 from ttftscope.errors import MetricsError
@@ -29,6 +29,9 @@ from ttftscope.records import Phase, ProbeRecord, RecordWriter
 from ttftscope.workload import agent_turn, build_context
 
 _ASSISTANT_REPLY = "Understood. Continuing."
+# Failures that make every later request fail the same way: stop and say so.
+_FATAL = {"connection_refused", "dns_failure", "tls_error", "connect_error", "auth_error",
+          "not_found", "bad_response"}
 
 
 @dataclass
@@ -38,7 +41,7 @@ class ProbeOptions:
     context_tokens: Sequence[int] = (0,)
     repeat: int = 5
     num_warmups: int = 1
-    max_tokens: int = 4
+    max_tokens: int | None = None  # None: the endpoint's model.max_tokens
     ab: str | None = None  # "ids": text vs token ids on /v1/completions
     seed: int = 0
     turn_chars: int = 1400
@@ -104,6 +107,9 @@ class Prober:
                           phase=phase, context_tokens_target=context_tokens,
                           client_tokens=client_tokens, **fields)
         self._index += 1
+        if result.error_kind in _FATAL:
+            self._emit(rec)
+            raise_for_result(result)  # nothing to measure without a server
         if before is None:
             rec.notes.append(f"no server metrics: {self._metrics_error}")
         elif result.ok:
@@ -151,14 +157,18 @@ class Prober:
             self.writer.write(rec)
 
     # -- experiments -------------------------------------------------------------------
+    def _phase(self, i: int) -> Phase:
+        if i == 0:
+            return "cold"
+        return "warmup" if i <= self.opts.num_warmups else "warm"
+
     async def chat_series(self, size: int) -> None:
         """Cold request, warmups, then ``repeat`` warm requests, each adding a fresh turn."""
         ctx = await self._context(size)
         history: list[dict[str, str]] = []
         total = 1 + self.opts.num_warmups + self.opts.repeat
         for i in range(total):
-            phase: Phase = "cold" if i == 0 else ("warmup" if i <= self.opts.num_warmups
-                                                  else "warm")
+            phase = self._phase(i)
             turn = agent_turn(i, seed=self.opts.seed, chars=self.opts.turn_chars)
             messages = _messages(ctx, history, turn)
             await self.send(self._chat_request(messages), phase, size)
@@ -166,8 +176,7 @@ class Prober:
                         {"role": "assistant", "content": _ASSISTANT_REPLY}]
 
     def _chat_request(self, messages: list[dict[str, str]]) -> _Request:
-        body = {"model": self.ep.model, "messages": messages,
-                "max_tokens": self.opts.max_tokens, "temperature": 0.0}
+        body = {"model": self.ep.model, "messages": messages, **self._sampling()}
         tok = self.tok
         tokenize = None
         if tok is not None:
@@ -180,8 +189,7 @@ class Prober:
         ctx = await self._context(size)
         total = 1 + self.opts.num_warmups + self.opts.repeat
         for i in range(total):
-            phase: Phase = "cold" if i == 0 else ("warmup" if i <= self.opts.num_warmups
-                                                  else "warm")
+            phase = self._phase(i)
             # each request gets its own fresh turn, so both variants find the same cached
             # context and the same uncached tail; only the prompt's form differs
             first, second = (
@@ -193,9 +201,12 @@ class Prober:
             for req in ((text_req, ids_req) if i % 2 == 0 else (ids_req, text_req)):
                 await self.send(req, phase, size)
 
+    def _sampling(self) -> dict[str, Any]:
+        return {"max_tokens": self.opts.max_tokens or self.ep.max_tokens,
+                "temperature": self.ep.temperature}
+
     def _completion_request(self, variant: str, prompt: str | list[int]) -> _Request:
-        body = {"model": self.ep.model, "prompt": prompt,
-                "max_tokens": self.opts.max_tokens, "temperature": 0.0}
+        body = {"model": self.ep.model, "prompt": prompt, **self._sampling()}
         return _Request(variant, "/completions", body)
 
     async def run_all(self) -> ProbeRun:

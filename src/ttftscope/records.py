@@ -13,6 +13,8 @@ from typing import IO, Literal
 
 from pydantic import BaseModel, Field
 
+from ttftscope.errors import ConfigError
+
 SCHEMA_VERSION = 1
 
 Phase = Literal["warmup", "cold", "warm"]
@@ -62,7 +64,7 @@ class ProbeRecord(BaseModel):
     prefix_hit_rate: float | None = None
     computed_tokens: float | None = None
     waiting_before: float | None = None
-    # consistency checks that can fail (see probe.check_record)
+    # consistency checks that can fail (see decompose.run_checks)
     checks: dict[str, bool] = Field(default_factory=dict)
     contaminated: bool = False
     notes: list[str] = Field(default_factory=list)
@@ -77,17 +79,24 @@ class RecordWriter:
     ...     w.write(ProbeRecord(run_id="r", index=0, variant="chat", phase="cold", ok=True))
     """
 
-    def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+    def __init__(self, path: Path, *, exclude: set[str] | None = None) -> None:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._fh: IO[str] = path.open("a", encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(f"cannot write records to {path}: {exc.strerror}",
+                              hint="pick a writable --result-dir") from None
         self.path = path
-        self._fh: IO[str] = path.open("a", encoding="utf-8")
+        self.exclude = exclude or set()
 
     def write(self, record: BaseModel) -> None:
-        self._fh.write(record.model_dump_json() + "\n")
+        """Append one record as a JSON line and flush it to disk."""
+        self._fh.write(record.model_dump_json(exclude=self.exclude) + "\n")
         self._fh.flush()
         os.fsync(self._fh.fileno())
 
     def close(self) -> None:
+        """Close the file; every record written is already on disk."""
         self._fh.close()
 
     def __enter__(self) -> RecordWriter:

@@ -46,23 +46,57 @@ def part_stats(records: Sequence[ProbeRecord], percentiles: Sequence[float] = (5
     return out
 
 
-def groups(records: Sequence[ProbeRecord]) -> list[dict[str, Any]]:
-    """One row per (context size, variant): cold request, then warm statistics."""
+def _cold_fields(cold: ProbeRecord | None) -> dict[str, Any]:
+    attrs = ("client_ttft_ms", "server_ttft_ms", "queue_ms", "prefill_ms",
+             "server_frontend_ms", "prefix_hit_rate")
+    out = {f"cold_{a}": getattr(cold, a) if cold else None for a in attrs}
+    out["cold_ttft_ms"] = out.pop("cold_client_ttft_ms")
+    return out
+
+
+def groups(records: Sequence[ProbeRecord], percentiles: Sequence[float] = (50, 90)
+           ) -> list[dict[str, Any]]:
+    """One row per (context size, variant): the cold request, then warm statistics."""
+    order = {"chat": 0, "text": 1, "ids": 2}
     keys = sorted({(r.context_tokens_target, r.variant) for r in records},
-                  key=lambda k: (k[0], ["chat", "text", "ids"].index(k[1])
-                                 if k[1] in ("chat", "text", "ids") else 9))
+                  key=lambda k: (k[0], order.get(k[1], 9), k[1]))
     rows = []
     for size, variant in keys:
         mine = [r for r in records if r.context_tokens_target == size and r.variant == variant]
         cold = next((r for r in mine if r.phase == "cold" and r.ok), None)
         warm = usable(mine)
         row: dict[str, Any] = {"context_tokens": size, "variant": variant, "n": len(warm),
-                               "cold_ttft_ms": cold.client_ttft_ms if cold else None,
+                               **_cold_fields(cold),
                                "prompt_tokens": warm[-1].prompt_tokens if warm else None,
                                "computed_tokens": median(r.computed_tokens for r in warm)}
-        row.update(part_stats(warm))
+        row.update(part_stats(warm, percentiles))
         rows.append(row)
     return rows
+
+
+def failures(records: Sequence[ProbeRecord]) -> dict[str, dict[str, Any]]:
+    """Failed requests by kind: how many, and the first message (already redacted).
+
+    >>> failures([ProbeRecord(run_id="r", index=0, variant="chat", phase="warm", ok=False,
+    ...                       error_kind="rate_limited", error="429")])
+    {'rate_limited': {'count': 1, 'example': '429', 'status': None}}
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for r in records:
+        if not r.ok:
+            kind = r.error_kind or "request_error"
+            entry = out.setdefault(kind, {"count": 0, "example": r.error, "status": r.status})
+            entry["count"] += 1
+    return out
+
+
+def notes(records: Sequence[ProbeRecord]) -> list[str]:
+    """Distinct notes across records, in first-seen order, each with how often it occurred."""
+    counts: dict[str, int] = {}
+    for r in records:
+        for n in r.notes:
+            counts[n] = counts.get(n, 0) + 1
+    return [n if c == 1 else f"{n} (×{c})" for n, c in counts.items()]
 
 
 def summarize(records: Sequence[ProbeRecord], *, model: str, base_url: str,
@@ -82,5 +116,7 @@ def summarize(records: Sequence[ProbeRecord], *, model: str, base_url: str,
         out.update(part_stats(ids, percentiles, prefix="ab_ids_"))
         t, i = out["ab_text_median_ttft_ms"], out["ab_ids_median_ttft_ms"]
         out["ab_ttft_ratio_text_over_ids"] = t / i if t and i else None
-    out["groups"] = groups(records)
+    out["groups"] = groups(records, percentiles)
+    out["failures"] = failures(records)
+    out["notes"] = notes(records)
     return out

@@ -148,7 +148,11 @@ def test_stats_and_paths(load_family: Callable[[str], Tokenizer], base_text: str
     assert enc.stats.path == "edit"
     enc.encode(base_text[:2000] + " edited")
     assert enc.stats.path == "same"
-    assert enc.cached_bytes / len(tok.encode(base_text[:2000] + " edited")) <= 16 + 64
+    big = mixed_text(40_000, seed=1)
+    for piece in ("", " a", " b\n", " c d e"):
+        big += piece
+        enc.encode(big)
+    assert enc.cached_bytes / len(tok.encode(big)) <= 16  # ids list + offsets array
     enc.reset()
     enc.encode("abc")
     assert enc.stats.path == "full"
@@ -183,3 +187,42 @@ def test_realistic_context_random_appends_and_edits(
             text = text[:at] + rng.choice(ATOMS) + text[at + rng.randint(0, 20) :]
         _check(enc, tok, text)
     print(f"{family}: {BIG_CASES} cases on a {len(enc.encode(text))}-token context, 0 mismatches")
+
+
+LONG_WORDS = (
+    "internationalization", "Donaudampfschifffahrtsgesellschaft", "antidisestablishment",
+    "supercalifragilisticexpialidocious", "0123456789012345678901234", "ZZZZZZZZZZZZZZZZZ",
+    "incrementalencoderbenchmark", "función_de_codificación", "____init____",
+)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_long_words_split_at_every_position(
+    family: str, load_family: Callable[[str], Tokenizer], base_text: str
+) -> None:
+    """Merges inside one long word are where BPE reaches furthest back: cut it everywhere."""
+    tok = load_family(family)
+    enc = IncrementalEncoder(tok)
+    cases = 0
+    base_text = base_text[-400:]
+    for word in LONG_WORDS:
+        for sep in (" ", ""):
+            for cut in range(len(word) + 1):
+                for text in (base_text + sep + word[:cut], base_text + sep + word):
+                    _check(enc, tok, text)
+                    cases += 1
+    print(f"{family}: {cases} long-word cases, 0 mismatches")
+
+
+def test_shadow_mismatch_is_counted_reset_and_corrected(
+    load_family: Callable[[str], Tokenizer], base_text: str
+) -> None:
+    tok = load_family("o200k")
+    enc = IncrementalEncoder(tok, shadow_every=1)
+    enc.encode(base_text)
+    enc._ids[5] = enc._ids[5] + 1  # simulate a corrupted cache entry
+    text = base_text + " more"
+    assert enc.encode(text) == tok.encode(text)
+    assert enc.stats.shadow_mismatches == 1
+    assert enc.encode(text + "!") == tok.encode(text + "!")
+    assert enc.stats.path == "full"  # the cache was dropped after the mismatch

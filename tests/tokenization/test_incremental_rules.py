@@ -124,3 +124,20 @@ def test_unknown_components_stay_exact(stack: str) -> None:
 
     run()
     print(f"{stack}: {len(ran)} cases, paths seen {sorted(set(ran))}")
+
+
+@pytest.mark.parametrize("family", ["o200k", "llama2"])
+def test_stripping_added_tokens_stay_exact(family: str, load_family: Any) -> None:
+    """Added tokens that eat white space around them (lstrip/rstrip) never straddle a cut."""
+    base = load_family(family).hf
+    tok = tokenizers.Tokenizer.from_str(base.to_str())
+    tok.add_special_tokens([tokenizers.AddedToken("<mask>", lstrip=True, rstrip=True),
+                            tokenizers.AddedToken("[SEP]", lstrip=True)])
+    enc = IncrementalEncoder(tok)
+    assert enc._eng.plan.strip_tokens
+    text = mixed_text(1500, seed=2)
+    pieces = ["  ", "<ma", "sk>", "   ", "x", " \n ", "<mask>", "  ", "[S", "EP]", " ", "tail  ",
+              "[SEP]", "\t\t", "<mask>", "end", " " * 40, "<mask>", " " * 40, "word"]
+    for piece in pieces:
+        text += piece
+        assert enc.encode(text) == tok.encode(text, add_special_tokens=False).ids, repr(text[-30:])

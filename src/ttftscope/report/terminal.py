@@ -6,6 +6,7 @@ from typing import Any
 
 from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 _COLUMNS: tuple[tuple[str, str], ...] = (
@@ -70,14 +71,15 @@ def print_probe_summary(summary: dict[str, Any], console: Console | None = None)
             f"{_ms(summary['ab_ids_median_ttft_ms'])} ms (text/ids = {ratio:.2f}×); server front "
             f"end {_ms(summary['ab_text_median_server_frontend_ms'])} ms vs "
             f"{_ms(summary['ab_ids_median_server_frontend_ms'])} ms")
-    problems = []
-    if summary.get("failed"):
-        problems.append(f"{summary['failed']} request(s) failed (not counted as latency)")
+    for kind, info in summary.get("failures", {}).items():
+        console.print(f"[yellow]failed:[/yellow] {info['count']} × {escape(kind)} "
+                      f"(not counted as latency), e.g. {escape(str(info['example']))}",
+                      highlight=False)
     if summary.get("contaminated"):
-        problems.append(f"{summary['contaminated']} sample(s) overlapped another client's "
-                        "requests and were left out")
+        console.print(f"[yellow]note:[/yellow] {summary['contaminated']} sample(s) overlapped "
+                      "another client's requests and were left out")
     if summary.get("checks_failed"):
-        problems.append(f"{summary['checks_failed']} sample(s) failed a consistency check; "
-                        "see the JSONL records")
-    for p in problems:
-        console.print(f"[yellow]note:[/yellow] {p}")
+        console.print(f"[yellow]note:[/yellow] {summary['checks_failed']} sample(s) failed a "
+                      "consistency check; see the JSONL records")
+    for note in summary.get("notes", []):
+        console.print(f"[dim]note:[/dim] {escape(note)}", highlight=False)

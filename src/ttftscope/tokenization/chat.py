@@ -93,13 +93,16 @@ class _Namespace(jinja2.utils.Namespace):
 _REASONING_FIELDS = ("reasoning_content", "thinking", "reasoning")
 
 
-def _alias_reasoning(message: Mapping[str, Any]) -> dict[str, Any]:
-    """Expose a message's reasoning under every name templates read (as transformers does)."""
+def _alias_reasoning(message: Mapping[str, Any]) -> Mapping[str, Any]:
+    """Expose a message's reasoning under every name templates read (as transformers does).
+
+    Messages without reasoning are passed as they are: the sandbox cannot change them.
+    """
     reasoning = next(
         (message[k] for k in _REASONING_FIELDS if message.get(k) is not None), None
     )
     if reasoning is None:
-        return dict(message)
+        return message
     return {"thinking": reasoning, **message, "reasoning_content": reasoning}
 
 

@@ -45,6 +45,7 @@ class Engines:
     suffix: tuple[int, ...]
     specials_ok: bool
     plain_ok: bool
+    max_id: int
 
 
 _CACHE: weakref.WeakKeyDictionary[Any, Engines] = weakref.WeakKeyDictionary()
@@ -86,7 +87,7 @@ def _build(main: tokenizers.Tokenizer) -> Engines:
     prefix, suffix, specials_ok = _specials(main, full)
     return Engines(
         main, full, window, plan, frozenset(added), added, unk_id, prefix, suffix, specials_ok,
-        plain_ok,
+        plain_ok, max([main.get_vocab_size(with_added_tokens=True), *added]),
     )
 
 

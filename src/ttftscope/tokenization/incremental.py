@@ -110,8 +110,10 @@ class IncrementalEncoder:
     """Encode successive texts, reusing the tokens of the longest common prefix.
 
     ``encode(text)`` always equals ``tok.encode(text, add_special_tokens=...)``.
-    ``shadow_every=N`` re-checks every Nth call against a full encode (counted in ``stats``;
-    a mismatch resets the cache).
+    ``shadow_every=N`` re-checks every Nth call against a full encode after the call's own
+    cost is recorded (counted in ``stats``; a mismatch resets the cache and that call returns
+    the full encode's ids). One encoder holds
+    one conversation's state and is not thread-safe; use one per session.
 
     >>> enc = IncrementalEncoder(load_tokenizer("o200k"))  # doctest: +SKIP
     >>> enc.encode("def f():\\n") == load_tokenizer("o200k").encode("def f():\\n")  # doctest: +SKIP
@@ -125,6 +127,7 @@ class IncrementalEncoder:
         shadow_every: int | None = None,
     ) -> None:
         self._eng: Engines = engines_for(tok)
+        self._table = _shared_ints(self._eng.max_id)
         self.add_special_tokens = add_special_tokens
         self.shadow_every = shadow_every
         self.stats = EncoderStats()
@@ -169,6 +172,7 @@ class IncrementalEncoder:
                 path = self._update(text)
             except Exception:  # the full encode below raises the caller-facing error
                 path = None
+            self.stats.full_fallbacks += path is None
         if path is None:
             path = self._full(text)
         self._text = text
@@ -180,7 +184,7 @@ class IncrementalEncoder:
             out = self._ids.copy()
         self._finish(path, t0)
         if self.shadow_every and self.stats.calls % self.shadow_every == 0:
-            self._shadow(text, out)
+            out = self._shadow(text, out)
         return out
 
     def _finish(self, path: str, t0: float) -> None:
@@ -192,18 +196,19 @@ class IncrementalEncoder:
         self.reset()
         enc = _plain(self._eng.full, text)
         self._ids, self._ends = self._convert(enc, 0, text)
-        self.stats.full_fallbacks += self.stats.calls > 1
         self.stats.reencoded_chars += len(text)
         self.stats.last_reused_tokens, self.stats.last_reencoded_chars = 0, len(text)
         return "full"
 
-    def _shadow(self, text: str, out: list[int]) -> None:
+    def _shadow(self, text: str, out: list[int]) -> list[int]:
+        """Full-encode check; on a mismatch count it, drop the cache and return the full ids."""
         self.stats.shadow_checks += 1
         main = self._eng.main
         want: list[int] = main.encode(text, add_special_tokens=self.add_special_tokens).ids
         if want != out:
             self.stats.shadow_mismatches += 1
             self.reset()
+        return want
 
     def _convert(self, enc: Any, base: int, text: str) -> tuple[list[int], array[int]]:
         """Ids (shared ints) and ``2*end+flag`` words of an encoding of ``text[base:]``.
@@ -214,15 +219,19 @@ class IncrementalEncoder:
         ids: list[int] = enc.ids
         if not ids:
             return [], array("I")
-        table = _shared_ints(max(ids))
+        table = self._table
+        offsets: list[tuple[int, int]] = enc.offsets
+        shifted = map(operator.lshift, map(operator.add, map(operator.itemgetter(1), offsets),
+                                           repeat(base)), repeat(1))
+        if self._eng.plan.mode != "regex":  # piece flags are only read by the regex cut
+            return list(map(table.__getitem__, ids)), array("I", shifted)
         words: list[int | None] = enc.word_ids
         flags = list(map(operator.ne, words, [-1, *words[:-1]]))
         if not self._eng.added_ids.isdisjoint(ids):
-            marks = self._occurrences(ids, enc.offsets, base, text)
+            marks = self._occurrences(ids, offsets, base, text)
             flags = list(map(operator.or_, flags, marks))
             flags[1:] = map(operator.or_, flags[1:], marks[:-1])
-        doubled = map(operator.add, map(operator.itemgetter(1), enc.offsets), repeat(base))
-        ends = array("I", map(operator.add, map(operator.lshift, doubled, repeat(1)), flags))
+        ends = array("I", map(operator.add, shifted, flags))
         return list(map(table.__getitem__, ids)), ends
 
     def _occurrences(
@@ -230,13 +239,13 @@ class IncrementalEncoder:
     ) -> list[bool]:
         """Which tokens are added tokens found in the text (not a model's unknown token)."""
         added, unk = self._eng.added, self._eng.unk_id
-        marks = []
-        for tid, (s, e) in zip(ids, offsets, strict=True):
-            content = added.get(tid)
-            found = content is not None and content in text[base + s : base + e]
-            if content is not None and not found and tid != unk:
+        marks = [False] * len(ids)
+        for i in [i for i, tid in enumerate(ids) if tid in added]:
+            content = added[ids[i]]
+            s, e = offsets[i]
+            marks[i] = content in text[base + s : base + e]
+            if not marks[i] and ids[i] != unk:
                 raise _Unsure(f"added token {content!r} matched on normalized text")
-            marks.append(found)
         return marks
 
     # --- incremental -------------------------------------------------------------------------
