@@ -11,20 +11,6 @@ import pytest
 from ttftscope.config import KEYS, LoadedSettings, Settings, Source, env_name, load_settings
 
 
-@pytest.fixture
-def proj(tmp_path: Path) -> Path:
-    """An empty project directory used as cwd."""
-    path = tmp_path / "proj"
-    path.mkdir()
-    return path
-
-
-@pytest.fixture
-def env(tmp_path: Path) -> dict[str, str]:
-    """A hermetic environment whose user config dir is empty (and inside tmp_path)."""
-    return {"XDG_CONFIG_HOME": str(tmp_path / "xdg"), "HOME": str(tmp_path / "home")}
-
-
 def user_dir(env: dict[str, str]) -> Path:
     path = Path(env["XDG_CONFIG_HOME"]) / "ttftscope"
     path.mkdir(parents=True, exist_ok=True)

@@ -11,18 +11,6 @@ from ttftscope.config import load_settings
 from ttftscope.errors import ConfigError
 
 
-@pytest.fixture
-def proj(tmp_path: Path) -> Path:
-    path = tmp_path / "proj"
-    path.mkdir()
-    return path
-
-
-@pytest.fixture
-def env(tmp_path: Path) -> dict[str, str]:
-    return {"XDG_CONFIG_HOME": str(tmp_path / "xdg")}
-
-
 def error(proj: Path, env: dict[str, str], files: dict[str, str], **kw: Any) -> ConfigError:
     for name, text in files.items():
         (proj / name).write_text(text, encoding="utf-8")

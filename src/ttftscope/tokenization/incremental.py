@@ -71,7 +71,14 @@ from typing import Any
 
 import tokenizers
 
-from ttftscope.tokenization.boundary import common_prefix_len, last_run_start, word_start
+from ttftscope.tokenization.boundary import (
+    agreement,
+    common_prefix_len,
+    last_ascii,
+    last_run_start,
+    piece_start,
+    word_start,
+)
 from ttftscope.tokenization.engines import Engines, HasHF, engines_for
 
 _RUN_CAP = 4096  # longest trailing same-class run searched before giving up (full encode)
@@ -304,7 +311,7 @@ class IncrementalEncoder:
         ends = self._ends
         c_eff = c
         if self._eng.plan.composing:
-            c_eff = _last_ascii(old, c)
+            c_eff = last_ascii(old, c, _RUN_CAP)
         q = last_run_start(old, c_eff, _RUN_CAP) if c_eff > 0 else -1
         target = self._target(c, q - 2, 0) if q >= 0 else -1
         if target <= 0:
@@ -312,14 +319,14 @@ class IncrementalEncoder:
         k = bisect_right(ends, 2 * target + 1)
         if k >= len(ends):
             return None
-        k = _piece_start(ends, k)
+        k = piece_start(ends, k, _PIECE_CAP)
         if self._eng.plan.composing:
             while k > 0 and not (old[ends[k - 1] >> 1].isascii()):
-                k = _piece_start(ends, k - 1)
-        k0 = _piece_start(ends, k - 1) if k > 0 else -1
+                k = piece_start(ends, k - 1, _PIECE_CAP)
+        k0 = piece_start(ends, k - 1, _PIECE_CAP) if k > 0 else -1
         if self._eng.plan.composing:
             while k0 > 0 and not (old[ends[k0 - 1] >> 1].isascii()):
-                k0 = _piece_start(ends, k0 - 1)
+                k0 = piece_start(ends, k0 - 1, _PIECE_CAP)
         if k0 < 0 or k < 1:
             return None
         a0 = ends[k0 - 1] >> 1 if k0 > 0 else 0
@@ -351,7 +358,7 @@ class IncrementalEncoder:
                 return None
             a0 = self._ends[k0 - 1] >> 1
             win_ids, win_ends = self._window(text, a0)
-            n = _agreement(self._ids, self._ends, k0, win_ids, win_ends, 2 * c + 1)
+            n = agreement(self._ids, self._ends, k0, win_ids, win_ends, 2 * c + 1)
             if n >= 2:
                 self.stats.widenings += attempt
                 self._splice(k0 + n, win_ids[n:], win_ends[n:], len(text) - a0)
@@ -383,36 +390,3 @@ class _Unsure(Exception):
 def _plain(tk: tokenizers.Tokenizer, text: str) -> Any:
     """Encode without special-token insertion (the window and full encodes are bare)."""
     return tk.encode(text, add_special_tokens=False)
-
-
-def _piece_start(ends: array[int], k: int) -> int:
-    """Index of the token that starts the piece holding token ``k`` (-1 when too far)."""
-    stop = max(0, k - _PIECE_CAP)
-    while k > stop and not ends[k] & 1:
-        k -= 1
-    return k if ends[k] & 1 else -1
-
-
-def _last_ascii(text: str, c: int) -> int:
-    """Index of the last ASCII character before ``c`` (a cut there is normalization-stable)."""
-    for i in range(c - 1, max(-1, c - 1 - _RUN_CAP), -1):
-        if text[i].isascii():
-            return i
-    return 0
-
-
-def _agreement(
-    ids: list[int], ends: array[int], k0: int, win_ids: list[int], win_ends: array[int],
-    limit: int,
-) -> int:
-    """Tokens from ``k0`` on that the window reproduces, ending at a character boundary < limit."""
-    best = 0
-    n = min(len(ids) - k0, len(win_ids) - 1)
-    for i in range(n):
-        e = ends[k0 + i]
-        if ids[k0 + i] != win_ids[i] or (e >> 1) != (win_ends[i] >> 1) or e > limit:
-            break
-        nxt = ends[k0 + i + 1] >> 1 if k0 + i + 1 < len(ends) else None
-        if (win_ends[i + 1] >> 1) > (e >> 1) and (nxt is None or nxt > (e >> 1)):
-            best = i + 1
-    return best
