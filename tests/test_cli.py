@@ -59,3 +59,15 @@ def test_bad_context_tokens_is_a_usage_error(tmp_path: Path) -> None:
 def test_bad_header_is_a_usage_error(tmp_path: Path) -> None:
     proc = _run("ping", "--header", "no-colon", cwd=tmp_path)
     assert proc.returncode == 2 and "Name: value" in proc.stderr
+
+
+def test_profile_and_config_work_after_the_command_too(tmp_path: Path) -> None:
+    cfg = tmp_path / "elsewhere.toml"
+    with FaultServer() as srv:
+        cfg.write_text(f'[api]\nbase_url = "http://127.0.0.1:9/v1"\n'
+                       f'[profiles.fault.api]\nbase_url = "{srv.base_url("normal")}"\n')
+        proc = _run("ping", "--config", str(cfg), "--profile", "fault", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert srv.base_url("normal") in proc.stdout
+    missing = _run("ping", "--config", str(cfg), "--profile", "nope", cwd=tmp_path)
+    assert missing.returncode == 2 and "defined profiles: fault" in missing.stderr

@@ -57,8 +57,11 @@ _FLAG_KEYS = {"base_url": "api.base_url", "metrics_url": "api.metrics_url",
 
 
 def endpoint_options(func: F) -> F:
-    """``--base-url --model --timeout --metrics-url --tokenizer --header``, as flags layer."""
+    """``--config --profile --base-url --model --timeout --metrics-url --tokenizer --header``."""
     opts = [
+        click.option("--config", "config_path", type=click.Path(path_type=Path),
+                     help="Config file (same as before the command)"),
+        click.option("--profile", help="Named profile from the config file"),
         click.option("--base-url", help="OpenAI-compatible base URL, e.g. http://host:8000/v1"),
         click.option("--model", help="Model name (default: config, else the server's first)"),
         click.option("--timeout", type=float, help="Request timeout in seconds"),
@@ -75,6 +78,8 @@ def endpoint_options(func: F) -> F:
 def apply_endpoint_flags(ctx: click.Context, kwargs: dict[str, Any]) -> CliState:
     """Move endpoint flags out of ``kwargs`` into the state's flag layer."""
     state: CliState = ctx.ensure_object(CliState)
+    state.config_path = kwargs.pop("config_path", None) or state.config_path
+    state.profile = kwargs.pop("profile", None) or state.profile
     for name, key in _FLAG_KEYS.items():
         value = kwargs.pop(name, None)
         if value is not None:
