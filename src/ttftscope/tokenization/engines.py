@@ -22,6 +22,7 @@ from typing import Any, Protocol
 import tokenizers
 
 from ttftscope.tokenization.boundary import Plan, analyse
+from ttftscope.tokenization.fastpath import FastWindow, SpaceWindow, shared_ints
 
 _PROBES = ("hello world", " Hi  there\n\n\t12345 <x>", "é日本 😀", "a")
 
@@ -46,6 +47,8 @@ class Engines:
     specials_ok: bool
     plain_ok: bool
     max_id: int
+    fast: FastWindow | None = None
+    space: SpaceWindow | None = None
 
 
 _CACHE: weakref.WeakKeyDictionary[Any, Engines] = weakref.WeakKeyDictionary()
@@ -85,9 +88,13 @@ def _build(main: tokenizers.Tokenizer) -> Engines:
         for p in _PROBES
     )
     prefix, suffix, specials_ok = _specials(main, full)
+    max_id = max([main.get_vocab_size(with_added_tokens=True), *added])
+    table = shared_ints(max_id)
+    fast = FastWindow.build(doc, full, table) if plan.mode == "regex" else None
+    space = SpaceWindow.build(doc, window, table) if plan.mode == "space" else None
     return Engines(
         main, full, window, plan, frozenset(added), added, unk_id, prefix, suffix, specials_ok,
-        plain_ok, max([main.get_vocab_size(with_added_tokens=True), *added]),
+        plain_ok, max_id, fast, space,
     )
 
 

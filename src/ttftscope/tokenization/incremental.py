@@ -46,6 +46,10 @@ tokens, as above); the window is encoded without the "▁" start marker (it is m
 a segment that starts after an added token inside the window is re-encoded with the marker
 (HF prepends it to every segment). The previous word is re-encoded too and must match.
 
+Window encoders: the regex and space windows are encoded by
+:mod:`ttftscope.tokenization.fastpath` when the declared components allow (exactly the ids
+and offsets of an HF encode of the window; argument there), else by HF.
+
 Verified path (any other or unknown component)
 ----------------------------------------------
 No proof, so the window must reproduce the cached tokens over an overlap ending before c, at a
@@ -80,17 +84,10 @@ from ttftscope.tokenization.boundary import (
     word_start,
 )
 from ttftscope.tokenization.engines import Engines, HasHF, engines_for
+from ttftscope.tokenization.fastpath import shared_ints
 
 _RUN_CAP = 4096  # longest trailing same-class run searched before giving up (full encode)
 _PIECE_CAP = 512  # most tokens walked back to find a piece start
-_INTS: list[int] = []
-
-
-def _shared_ints(upto: int) -> list[int]:
-    if upto >= len(_INTS):
-        _INTS.extend(range(len(_INTS), upto + 1))
-    return _INTS
-
 
 @dataclass
 class EncoderStats:
@@ -134,7 +131,7 @@ class IncrementalEncoder:
         shadow_every: int | None = None,
     ) -> None:
         self._eng: Engines = engines_for(tok)
-        self._table = _shared_ints(self._eng.max_id)
+        self._table = shared_ints(self._eng.max_id)
         self.add_special_tokens = add_special_tokens
         self.shadow_every = shadow_every
         self.stats = EncoderStats()
@@ -286,7 +283,9 @@ class IncrementalEncoder:
         k, k0 = bisect_right(ends, 2 * a + 1), bisect_right(ends, 2 * a0 + 1)
         if not 0 < k0 < k or ends[k - 1] >> 1 != a or ends[k0 - 1] >> 1 != a0:
             return None
-        win_ids, win_ends = self._window(text, a0)
+        space = self._eng.space
+        found = space.encode(text, a0) if space is not None else None
+        win_ids, win_ends = found if found is not None else self._window(text, a0)
         n = k - k0
         if (win_ids[:n] != self._ids[k0:k] or len(win_ends) <= n
                 or [e >> 1 for e in win_ends[:n]] != [e >> 1 for e in ends[k0:k]]):
@@ -330,13 +329,19 @@ class IncrementalEncoder:
         if k0 < 0 or k < 1:
             return None
         a0 = ends[k0 - 1] >> 1 if k0 > 0 else 0
-        win_ids, win_ends = self._convert(_plain(self._eng.full, text[a0:]), a0, text)
+        win_ids, win_ends = self._regex_window(text, a0)
         n = k - k0
         if (win_ids[:n] != self._ids[k0:k] or win_ends[:n] != ends[k0:k]
                 or len(win_ends) <= n or not win_ends[n] & 1):
             return None
         self._splice(k, win_ids[n:], win_ends[n:], len(text) - (ends[k - 1] >> 1))
         return kind
+
+    def _regex_window(self, text: str, a0: int) -> tuple[list[int], array[int]]:
+        fast = self._eng.fast.encode(text, a0) if self._eng.fast is not None else None
+        if fast is not None:
+            return fast
+        return self._convert(_plain(self._eng.full, text[a0:]), a0, text)
 
     def _splice(self, k: int, ids: Sequence[int], ends: array[int], chars: int) -> None:
         del self._ids[k:]
