@@ -85,6 +85,7 @@ from ttftscope.tokenization.boundary import (
 )
 from ttftscope.tokenization.engines import Engines, HasHF, engines_for
 from ttftscope.tokenization.fastpath import shared_ints
+from ttftscope.tokenization.shadow import ShadowChecks
 
 _RUN_CAP = 4096  # longest trailing same-class run searched before giving up (full encode)
 _PIECE_CAP = 512  # most tokens walked back to find a piece start
@@ -114,10 +115,11 @@ class IncrementalEncoder:
     """Encode successive texts, reusing the tokens of the longest common prefix.
 
     ``encode(text)`` always equals ``tok.encode(text, add_special_tokens=...)``.
-    ``shadow_every=N`` re-checks every Nth call against a full encode after the call's own
-    cost is recorded (counted in ``stats``; a mismatch resets the cache and that call returns
-    the full encode's ids). One encoder holds
-    one conversation's state and is not thread-safe; use one per session.
+    ``shadow_every=N`` re-checks every Nth call against a full encode on a background
+    thread, off the caller's latency path. Results are collected on the caller's thread at the
+    next call (or :meth:`flush`): checks and mismatches are counted in ``stats`` and a mismatch
+    drops the cache, so the next call is a full encode. One encoder holds one conversation's
+    state and is not thread-safe; use one per session.
 
     >>> enc = IncrementalEncoder(load_tokenizer("o200k"))  # doctest: +SKIP
     >>> enc.encode("def f():\\n") == load_tokenizer("o200k").encode("def f():\\n")  # doctest: +SKIP
@@ -138,6 +140,7 @@ class IncrementalEncoder:
         self._text: str | None = None
         self._ids: list[int] = []
         self._ends: array[int] = array("I")
+        self._shadow = ShadowChecks()
 
     def reset(self) -> None:
         """Forget the cached text; the next call is a full encode.
@@ -164,6 +167,7 @@ class IncrementalEncoder:
         [24912, 2375]
         """
         t0 = time.perf_counter()
+        self._harvest(wait=False)
         eng = self._eng
         self.stats.calls += 1
         if not (eng.plain_ok and (eng.specials_ok or not self.add_special_tokens)):
@@ -188,8 +192,17 @@ class IncrementalEncoder:
             out = self._ids.copy()
         self._finish(path, t0)
         if self.shadow_every and self.stats.calls % self.shadow_every == 0:
-            out = self._shadow(text, out)
+            main, special = self._eng.main, self.add_special_tokens
+            self._shadow.submit(lambda: list(main.encode(text, add_special_tokens=special).ids),
+                                list(out))
         return out
+
+    def flush(self) -> None:
+        """Wait for pending shadow checks and account for them (tests, shutdown).
+
+        >>> enc.flush()  # doctest: +SKIP
+        """
+        self._harvest(wait=True)
 
     def _finish(self, path: str, t0: float) -> None:
         self.stats.path = path
@@ -204,15 +217,13 @@ class IncrementalEncoder:
         self.stats.last_reused_tokens, self.stats.last_reencoded_chars = 0, len(text)
         return "full"
 
-    def _shadow(self, text: str, out: list[int]) -> list[int]:
-        """Full-encode check; on a mismatch count it, drop the cache and return the full ids."""
-        self.stats.shadow_checks += 1
-        main = self._eng.main
-        want: list[int] = main.encode(text, add_special_tokens=self.add_special_tokens).ids
-        if want != out:
-            self.stats.shadow_mismatches += 1
+    def _harvest(self, *, wait: bool) -> None:
+        """Count finished shadow checks on the caller's thread; a mismatch drops the cache."""
+        checks, mismatches = self._shadow.collect(wait=wait)
+        self.stats.shadow_checks += checks
+        self.stats.shadow_mismatches += mismatches
+        if mismatches:
             self.reset()
-        return want
 
     def _convert(self, enc: Any, base: int, text: str) -> tuple[list[int], array[int]]:
         """Ids (shared ints) and ``2*end+flag`` words of an encoding of ``text[base:]``.

@@ -1,0 +1,38 @@
+"""Shadow verification: re-check some incremental results against a full encode, off the
+caller's latency path.
+
+A wrong id is a silent correctness bug in someone's traffic, so an encoder can re-check every
+Nth result. The full encode (~150 ms at 100K tokens) runs on one background thread shared by
+every encoder (HF encodes release the GIL); outcomes are collected on the caller's thread, so
+the encoder's state is only ever touched by its owner.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+
+# One worker for the whole process: checks are rare and must never take more than one core.
+_POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ttftscope-shadow")
+
+
+class ShadowChecks:
+    """Pending background comparisons of returned ids with a full encode.
+
+    >>> checks = ShadowChecks()
+    >>> checks.submit(lambda: [1, 2], [1, 2]); checks.collect(wait=True)
+    (1, 0)
+    """
+
+    def __init__(self) -> None:
+        self._pending: list[Future[bool]] = []
+
+    def submit(self, full_encode: Callable[[], list[int]], returned: list[int]) -> None:
+        """Queue one check; ``returned`` must be the caller's own copy."""
+        self._pending.append(_POOL.submit(lambda: full_encode() == returned))
+
+    def collect(self, *, wait: bool) -> tuple[int, int]:
+        """``(checks finished, mismatches among them)`` since the last call."""
+        done = [f for f in self._pending if wait or f.done()]
+        self._pending = [f for f in self._pending if f not in done]
+        return len(done), sum(not f.result() for f in done)
