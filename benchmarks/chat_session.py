@@ -14,12 +14,12 @@ import argparse
 import json
 import statistics
 import time
-from pathlib import Path
 from typing import Any
+
+from incremental_append import figures, resolve_tokenizer
 
 from ttftscope.tokenization import ChatSession, load_tokenizer
 from ttftscope.tokenization.boundary import common_prefix_len
-from ttftscope.tokenization.fixtures import FAMILIES, build_fixture
 from ttftscope.workload import agent_turn, build_context
 
 CHATML = (
@@ -66,31 +66,13 @@ def run(path: str, turns: int, tokens: int, chars: int, template: str | None) ->
         render_ms.append((t3 - t2) * 1e3)
         full_ms.append((t4 - t3) * 1e3)
     n_tok = len(want)
-    summary = _summary(path, n_tok, full_ms, inc_ms, app_ms)
+    summary = figures(path, n_tok, full_ms, inc_ms, app_ms)
     return {
         **summary, "mismatches": mismatches,
         "bytes_per_cached_token": round(session.encoder.cached_bytes / n_tok, 2),
         "render_ms_median": round(statistics.median(render_ms), 3), "paths": paths,
         "template": "model" if template else "chatml",
     }
-
-
-def _summary(path: str, n_tok: int, full_ms: list[float], inc_ms: list[float],
-             app_ms: list[float]) -> dict[str, Any]:
-    full, inc, app = (statistics.median(x) for x in (full_ms, inc_ms, app_ms))
-    return {
-        "tokenizer": Path(path).name, "context_tokens": n_tok, "appends": len(inc_ms),
-        "full_ms_median": round(full, 3), "incremental_ms_median": round(inc, 3),
-        "append_only_ms_median": round(app, 3), "speedup": round(full / inc, 1),
-        "overhead_vs_append_only": round(inc / app, 2),
-    }
-
-
-def resolve_tokenizer(name: str) -> str:
-    """A path as given; a fixture family name (e.g. "o200k") is built or found in the cache."""
-    if not Path(name).exists() and name in FAMILIES:
-        return str(build_fixture(name))
-    return name
 
 
 def main() -> None:

@@ -47,14 +47,22 @@ def run(path: str, appends: int, tokens: int, chars: int) -> dict[str, object]:
         full_ms.append(t_full)
         app_ms.append(t_app)
     n_tok = len(enc._ids)
-    full, inc, app = (statistics.median(x) for x in (full_ms, inc_ms, app_ms))
     return {
-        "tokenizer": Path(path).name, "context_tokens": n_tok, "appends": appends,
-        "full_ms_median": round(full, 3), "incremental_ms_median": round(inc, 3),
-        "append_only_ms_median": round(app, 3), "speedup": round(full / inc, 1),
-        "overhead_vs_append_only": round(inc / app, 2), "mismatches": mismatches,
+        **figures(path, n_tok, full_ms, inc_ms, app_ms), "mismatches": mismatches,
         "bytes_per_cached_token": round(enc.cached_bytes / n_tok, 2),
         "paths": paths, "full_fallbacks": enc.stats.full_fallbacks,
+    }
+
+
+def figures(path: str, n_tok: int, full_ms: list[float], inc_ms: list[float],
+            app_ms: list[float]) -> dict[str, object]:
+    """The common fields of both benchmarks' JSON line, from per-append timings."""
+    full, inc, app = (statistics.median(x) for x in (full_ms, inc_ms, app_ms))
+    return {
+        "tokenizer": Path(path).name, "context_tokens": n_tok, "appends": len(inc_ms),
+        "full_ms_median": round(full, 3), "incremental_ms_median": round(inc, 3),
+        "append_only_ms_median": round(app, 3), "speedup": round(full / inc, 1),
+        "overhead_vs_append_only": round(inc / app, 2),
     }
 
 
