@@ -45,9 +45,41 @@ def regex_is_local(regex: str) -> bool:
     False
     """
     body = _ALLOWED_LOOKAHEADS.sub("", regex)
-    if _UNSAFE_REGEX.search(body):
+    if _UNSAFE_REGEX.search(body) or not _repeated_groups_are_literal(body):
         return False
     return all(m.group(1) in _OTHER_CLASS for m in _NEGATED_REPEAT.finditer(body))
+
+
+# A repeated or optional group may only hold literal alternatives such as the contraction
+# suffix (?i:'s|'t|...)?: a bounded, class-free tail. Anything else (e.g. (?:\s\p{L}+){8})
+# can read across runs of several classes and voids the argument.
+_LITERAL_GROUP = re.compile(r"(?:\?i:|\?:)?[A-Za-z'|]*")
+
+
+def _repeated_groups_are_literal(body: str) -> bool:
+    r"""True when every group followed by a quantifier is literal alternatives only.
+
+    >>> _repeated_groups_are_literal(r"\p{L}+(?i:'s|'ll)?")
+    True
+    >>> _repeated_groups_are_literal(r"(?:\s\p{L}+){8}")
+    False
+    """
+    opens: list[int] = []
+    i = 0
+    while i < len(body):
+        ch = body[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch == "(":
+            opens.append(i)
+        elif ch == ")" and opens:
+            start = opens.pop()
+            quantified = i + 1 < len(body) and body[i + 1] in "?*+{"
+            if quantified and not _LITERAL_GROUP.fullmatch(body[start + 1 : i]):
+                return False
+        i += 1
+    return True
 
 
 # Normalizers that map every character to characters of the same coarse class and never

@@ -49,6 +49,21 @@ class Engines:
     max_id: int
     fast: FastWindow | None = None
     space: SpaceWindow | None = None
+    fingerprint: tuple[object, ...] = ()
+
+    def current(self) -> bool:
+        """False once the tokenizer was reconfigured (tokens added, truncation, ...)."""
+        return self.fingerprint == fingerprint(self.main)
+
+
+def fingerprint(main: tokenizers.Tokenizer) -> tuple[object, ...]:
+    """What a user can change on a live tokenizer that changes its ids; a few µs to read.
+
+    >>> fingerprint(tokenizers.Tokenizer(tokenizers.models.BPE()))
+    (0, None, None, False)
+    """
+    return (main.get_vocab_size(with_added_tokens=True), main.truncation, main.padding,
+            bool(getattr(main, "encode_special_tokens", False)))
 
 
 _CACHE: weakref.WeakKeyDictionary[Any, Engines] = weakref.WeakKeyDictionary()
@@ -64,7 +79,7 @@ def engines_for(tok: HasHF | tokenizers.Tokenizer) -> Engines:
         found = _CACHE.get(tok)
     except TypeError:  # not weak-referenceable
         found = None
-    if found is not None:
+    if found is not None and found.current():
         return found
     main: tokenizers.Tokenizer = tok if isinstance(tok, tokenizers.Tokenizer) else tok.hf
     built = _build(main)
@@ -81,8 +96,10 @@ def _build(main: tokenizers.Tokenizer) -> Engines:
     added = {int(t["id"]): str(t["content"]) for t in doc.get("added_tokens") or []}
     unk = (doc.get("model") or {}).get("unk_token")
     unk_id = main.token_to_id(unk) if isinstance(unk, str) else None
-    # truncation/padding settings change what a full encode returns: never splice those
-    plain_ok = not doc.get("truncation") and not doc.get("padding") and all(
+    # truncation/padding settings change what a full encode returns, and special tokens
+    # encoded as text follow rules we do not model: never splice those
+    plain_ok = not doc.get("truncation") and not doc.get("padding") and not getattr(
+        main, "encode_special_tokens", False) and all(
         main.encode(p, add_special_tokens=False).ids
         == full.encode(p, add_special_tokens=False).ids
         for p in _PROBES
@@ -94,7 +111,7 @@ def _build(main: tokenizers.Tokenizer) -> Engines:
     space = SpaceWindow.build(doc, window, table) if plan.mode == "space" else None
     return Engines(
         main, full, window, plan, frozenset(added), added, unk_id, prefix, suffix, specials_ok,
-        plain_ok, max_id, fast, space,
+        plain_ok, max_id, fast, space, fingerprint(main),
     )
 
 

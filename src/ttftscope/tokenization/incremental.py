@@ -168,6 +168,10 @@ class IncrementalEncoder:
         """
         t0 = time.perf_counter()
         self._harvest(wait=False)
+        if not self._eng.current():  # the tokenizer was reconfigured since: start over
+            self._eng = engines_for(self._eng.main)
+            self._table = shared_ints(self._eng.max_id)
+            self.reset()
         eng = self._eng
         self.stats.calls += 1
         if not (eng.plain_ok and (eng.specials_ok or not self.add_special_tokens)):
@@ -182,7 +186,13 @@ class IncrementalEncoder:
                 path = None
             self.stats.full_fallbacks += path is None
         if path is None:
-            path = self._full(text)
+            try:
+                path = self._full(text)
+            except _Unsure:  # the cache cannot describe this text: serve a plain full encode
+                self.reset()
+                out = eng.main.encode(text, add_special_tokens=self.add_special_tokens).ids
+                self._finish("full", t0)
+                return out
         self._text = text
         if self.add_special_tokens:
             out = [*eng.prefix]

@@ -1,0 +1,69 @@
+"""Regressions from adversarial fuzzing: configurations outside the proven cases must still
+give a full encode's ids (by falling back), never a crash or a wrong splice."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import tokenizers
+
+from ttftscope.tokenization import IncrementalEncoder, Tokenizer
+from ttftscope.tokenization.boundary import analyse
+
+
+def _doc(paths: dict[str, Path], family: str) -> dict[str, object]:
+    doc: dict[str, object] = json.loads((paths[family] / "tokenizer.json").read_text())
+    return doc
+
+
+def _with_added(doc: dict[str, object], contents: list[str], **flags: bool) -> tokenizers.Tokenizer:
+    added: list[dict[str, object]] = doc["added_tokens"]  # type: ignore[assignment]
+    vocab: dict[str, int] = doc["model"]["vocab"]  # type: ignore[index]
+    nxt = max(max(int(t["id"]) for t in added), max(vocab.values())) + 1  # type: ignore[call-overload]
+    for i, content in enumerate(contents):
+        added.append({"id": nxt + i, "content": content, "single_word": False, "lstrip": False,
+                      "rstrip": False, "normalized": False, "special": False, **flags})
+    return tokenizers.Tokenizer.from_str(json.dumps(doc))
+
+
+def test_normalized_added_tokens_under_nfc_fall_back_exactly(
+        tokenizer_paths: dict[str, Path]) -> None:
+    hf = _with_added(_doc(tokenizer_paths, "qwen2"), ["ab;", "é<", "K1"], normalized=True)
+    for text in ("ab\u037e", "e\u0301<", "\u212a1", "plain text ab\u037e then more"):
+        enc = IncrementalEncoder(hf)
+        assert enc.encode(text) == hf.encode(text, add_special_tokens=False).ids
+        longer = text + " and K1 again"
+        assert enc.encode(longer) == hf.encode(longer, add_special_tokens=False).ids
+
+
+def test_tokenizer_reconfigured_after_encoders_exist(
+        load_family: Callable[[str], Tokenizer]) -> None:
+    tok = load_family("cl100k")
+    hf = tokenizers.Tokenizer.from_str(tok.hf.to_str())  # a private copy we may change
+    old = "some text " * 20
+    IncrementalEncoder(hf).encode(old)
+    hf.add_special_tokens(["<NEW>"])
+    enc = IncrementalEncoder(hf)
+    enc.encode(old)
+    new = old + "and <NEW> here"
+    assert enc.encode(new) == hf.encode(new, add_special_tokens=False).ids
+    hf.enable_truncation(max_length=16)
+    assert enc.encode(new + "!") == hf.encode(new + "!", add_special_tokens=False).ids
+    hf.no_truncation()
+    hf.encode_special_tokens = True
+    assert enc.encode(new + "!?") == hf.encode(new + "!?", add_special_tokens=False).ids
+
+
+def test_cross_class_repeated_group_is_not_treated_as_local(
+        tokenizer_paths: dict[str, Path]) -> None:
+    doc = _doc(tokenizer_paths, "gpt2")
+    rx = r"\p{L}+(?:(?:\s\p{L}+){8}!)?|\p{N}|\s+|[^\s\p{L}\p{N}]+"
+    doc["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = rx  # type: ignore[index]
+    assert analyse(doc).mode == "verified"
+    hf = tokenizers.Tokenizer.from_str(json.dumps(doc))
+    old = "hello world, the one two three four five six seven eight nine"
+    enc = IncrementalEncoder(hf)
+    enc.encode(old)
+    assert enc.encode(old + "!") == hf.encode(old + "!", add_special_tokens=False).ids
