@@ -7,6 +7,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 import tokenizers
 
 from ttftscope.tokenization import IncrementalEncoder, Tokenizer
@@ -56,14 +57,20 @@ def test_tokenizer_reconfigured_after_encoders_exist(
     assert enc.encode(new + "!?") == hf.encode(new + "!?", add_special_tokens=False).ids
 
 
-def test_cross_class_repeated_group_is_not_treated_as_local(
-        tokenizer_paths: dict[str, Path]) -> None:
+@pytest.mark.parametrize(("rx", "old", "tail"), [
+    (r"\p{L}+(?:(?:\s\p{L}+){8}!)?|\p{N}|\s+|[^\s\p{L}\p{N}]+",
+     "hello world, the one two three four five six seven eight nine", "!"),
+    (r"\p{L}+\s\p{N}+\s\p{N}+\s\p{N}+\s\p{N}+\s\p{N}+!|\p{L}+|\p{N}+|\s+|[^\s\p{L}\p{N}]+",
+     "hello world, the abc 1111 2222 3333 4444 5555", "!"),
+    (r"\p{L}+(?:'a'b'c'd'e'f'g'h'i'j)?|\p{L}+|\p{N}+|\s+|[^\s\p{L}\p{N}]+",
+     "hello world, the xx'a'b'c'd'e'f'g'h'i'", "j"),
+])
+def test_regexes_that_read_far_ahead_are_not_treated_as_local(
+        tokenizer_paths: dict[str, Path], rx: str, old: str, tail: str) -> None:
     doc = _doc(tokenizer_paths, "gpt2")
-    rx = r"\p{L}+(?:(?:\s\p{L}+){8}!)?|\p{N}|\s+|[^\s\p{L}\p{N}]+"
     doc["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = rx  # type: ignore[index]
     assert analyse(doc).mode == "verified"
     hf = tokenizers.Tokenizer.from_str(json.dumps(doc))
-    old = "hello world, the one two three four five six seven eight nine"
     enc = IncrementalEncoder(hf)
     enc.encode(old)
-    assert enc.encode(old + "!") == hf.encode(old + "!", add_special_tokens=False).ids
+    assert enc.encode(old + tail) == hf.encode(old + tail, add_special_tokens=False).ids

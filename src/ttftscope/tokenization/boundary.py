@@ -47,13 +47,64 @@ def regex_is_local(regex: str) -> bool:
     body = _ALLOWED_LOOKAHEADS.sub("", regex)
     if _UNSAFE_REGEX.search(body) or not _repeated_groups_are_literal(body):
         return False
+    if not all(_alternative_is_short(alt) for alt in _top_level_alternatives(body)):
+        return False
     return all(m.group(1) in _OTHER_CLASS for m in _NEGATED_REPEAT.finditer(body))
 
 
-# A repeated or optional group may only hold literal alternatives such as the contraction
-# suffix (?i:'s|'t|...)?: a bounded, class-free tail. Anything else (e.g. (?:\s\p{L}+){8})
-# can read across runs of several classes and voids the argument.
-_LITERAL_GROUP = re.compile(r"(?:\?i:|\?:)?[A-Za-z'|]*")
+# A repeated or optional group may only hold literal alternatives of at most 3 characters,
+# such as the contraction suffix (?i:'s|'t|...)?: a bounded, class-free tail. Anything else
+# (e.g. (?:\s\p{L}+){8}) can read across runs of several classes and voids the argument.
+_LITERAL_GROUP = re.compile(r"(?:\?i:|\?:)?[A-Za-z']{0,3}(?:\|[A-Za-z']{0,3})*")
+# One alternative: optional prefix, a run (one or two atoms of one class), a tail, a suffix:
+# at most 4 atoms and 2 unbounded repeats. More can chain runs of several classes (and read
+# far ahead before failing), which the read-horizon argument does not cover.
+_ATOM = re.compile(r"\\p\{[^}]*\}|\\.|\[(?:\\.|[^\]])*\]|\((?:\\.|[^()])*\)|[^|()\[\\]")
+_QUANT = re.compile(r"(?:[?*+]|\{\d*,?\d*\})[+?]?")
+_MAX_ATOMS, _MAX_UNBOUNDED = 4, 2
+
+
+def _top_level_alternatives(body: str) -> list[str]:
+    depth, start, out, i = 0, 0, [], 0
+    while i < len(body):
+        ch = body[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch == "[":
+            i = body.index("]", i + 2) if "]" in body[i + 2 :] else len(body)
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif ch == "|" and depth == 0:
+            out.append(body[start:i])
+            start = i + 1
+        i += 1
+    return [*out, body[start:]]
+
+
+def _alternative_is_short(alt: str) -> bool:
+    r"""At most 4 atoms, at most 2 of them repeated without bound.
+
+    >>> _alternative_is_short(r" ?[^\s\p{L}\p{N}]++[\r\n]*+")
+    True
+    >>> _alternative_is_short(r"\p{L}+\s\p{N}+\s\p{N}+")
+    False
+    """
+    atoms = unbounded = 0
+    pos = 0
+    while pos < len(alt):
+        m = _ATOM.match(alt, pos)
+        if m is None:
+            return False
+        pos = m.end()
+        q = _QUANT.match(alt, pos)
+        if q is not None:
+            pos = q.end()
+            unbounded += q.group(0)[0] in "*+" or q.group(0).rstrip("+?").endswith(",}")
+        atoms += 1
+    return atoms <= _MAX_ATOMS and unbounded <= _MAX_UNBOUNDED
 
 
 def _repeated_groups_are_literal(body: str) -> bool:
