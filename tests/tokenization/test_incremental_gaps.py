@@ -64,6 +64,8 @@ def test_tokenizer_reconfigured_after_encoders_exist(
      "hello world, the abc 1111 2222 3333 4444 5555", "!"),
     (r"\p{L}+(?:'a'b'c'd'e'f'g'h'i'j)?|\p{L}+|\p{N}+|\s+|[^\s\p{L}\p{N}]+",
      "hello world, the xx'a'b'c'd'e'f'g'h'i'", "j"),
+    (r"\p{L}+[\s\p{N}]+!|\p{L}+|\p{N}+|\s+|[^\s\p{L}\p{N}]+",
+     "hello world, the abc 1111 2222 3333 4444 5555", "!"),
 ])
 def test_regexes_that_read_far_ahead_are_not_treated_as_local(
         tokenizer_paths: dict[str, Path], rx: str, old: str, tail: str) -> None:
@@ -74,3 +76,22 @@ def test_regexes_that_read_far_ahead_are_not_treated_as_local(
     enc = IncrementalEncoder(hf)
     enc.encode(old)
     assert enc.encode(old + tail) == hf.encode(old + tail, add_special_tokens=False).ids
+
+
+def test_components_swapped_on_a_live_tokenizer_are_noticed(
+        load_family: Callable[[str], Tokenizer]) -> None:
+    hf = tokenizers.Tokenizer.from_str(load_family("cl100k").hf.to_str())
+    old = "Some Words Before The Special Token Here. " * 3
+    new = old + "AND <|endoftext|>  After"
+    enc = IncrementalEncoder(hf)
+    enc.encode(old)
+    hf.normalizer = tokenizers.normalizers.Lowercase()
+    assert enc.encode(old) == hf.encode(old, add_special_tokens=False).ids
+    assert enc.encode(new) == hf.encode(new, add_special_tokens=False).ids
+    hf.normalizer = None
+    hf.add_special_tokens([tokenizers.AddedToken("<|endoftext|>", lstrip=True, rstrip=True,
+                                                 special=True)])
+    # flags of an existing token: too costly to re-read per call, so new encoders see them
+    fresh = IncrementalEncoder(hf)
+    fresh.encode(old)
+    assert fresh.encode(new) == hf.encode(new, add_special_tokens=False).ids

@@ -29,7 +29,7 @@ SPACE_MARK = "\u2581"  # "▁", SentencePiece's visible space
 # lookaheads on white space and "$" read one character and are allowed.
 _ALLOWED_LOOKAHEADS = re.compile(r"\(\?[=!]\\[sS]\)")
 _UNSAFE_REGEX = re.compile(
-    r"\(\?<|\\[bBGAKXRwWzZSDdh]|\\[1-9]|(?<![\[\\])\^|(?<!\\)\.|\(\?[=!]|\\p\{[^LMN]"
+    r"\(\?<|\\[bBGAKXRwWzZSDdhPyYk]|\\[1-9]|(?<![\[\\])\^|(?<!\\)\.|\(\?[=!~]|\\p\{[^LMN]"
 )
 # The only negated class allowed to repeat: "other" (neither space, letter nor number).
 _NEGATED_REPEAT = re.compile(r"\[\^([^\]]*)\][+*{]")
@@ -84,6 +84,24 @@ def _top_level_alternatives(body: str) -> list[str]:
     return [*out, body[start:]]
 
 
+# Atoms allowed to repeat: one coarse class each (letters+marks, numbers, white space with
+# "/" as o200k's newline tail, or "other"), so a repeat ends where its class run ends.
+_ONE_CLASS = re.compile(
+    r"\\p\{[LMN][a-z]?\}|\\s|\\[rntfv]|\\?[^\\\[\]()|]"
+    r"|\[(?:\\p\{[LM][a-z]?\})+\]|\[(?:\\p\{N[a-z]?\})+\]|\[(?:\\[rntfvs]| )+/?\]"
+    r"|\[\^(?:\\s|\\r|\\n)+\\p\{L\}\\p\{N\}\]"
+)
+
+
+def _one_class(atom: str) -> bool:
+    r"""True when a repeated ``atom`` can only match characters of one coarse class.
+
+    >>> _one_class(r"[\p{Lu}\p{Lt}\p{M}]"), _one_class(r"[\r\n/]"), _one_class(r"[\s\p{N}]")
+    (True, True, False)
+    """
+    return _ONE_CLASS.fullmatch(atom) is not None
+
+
 def _alternative_is_short(alt: str) -> bool:
     r"""At most 4 atoms, at most 2 of them repeated without bound.
 
@@ -102,6 +120,8 @@ def _alternative_is_short(alt: str) -> bool:
         q = _QUANT.match(alt, pos)
         if q is not None:
             pos = q.end()
+            if q.group(0)[0] != "?" and not _one_class(m.group(0)):
+                return False  # a repeat that mixes classes reads across runs
             unbounded += q.group(0)[0] in "*+" or q.group(0).rstrip("+?").endswith(",}")
         atoms += 1
     return atoms <= _MAX_ATOMS and unbounded <= _MAX_UNBOUNDED
