@@ -45,7 +45,7 @@ def regex_is_local(regex: str) -> bool:
     False
     """
     body = _ALLOWED_LOOKAHEADS.sub("", regex)
-    if _UNSAFE_REGEX.search(body) or not _repeated_groups_are_literal(body):
+    if _UNSAFE_REGEX.search(body):
         return False
     if not all(_alternative_is_short(alt) for alt in _top_level_alternatives(body)):
         return False
@@ -102,6 +102,13 @@ def _one_class(atom: str) -> bool:
     return _ONE_CLASS.fullmatch(atom) is not None
 
 
+def _repeatable(atom: str, quantifier: str) -> bool:
+    """A quantified group must be literal alternatives; any other repeat must be one class."""
+    if atom.startswith("("):
+        return _LITERAL_GROUP.fullmatch(atom[1:-1]) is not None
+    return quantifier[0] == "?" or _one_class(atom)
+
+
 def _alternative_is_short(alt: str) -> bool:
     r"""At most 4 atoms, at most 2 of them repeated without bound.
 
@@ -109,6 +116,8 @@ def _alternative_is_short(alt: str) -> bool:
     True
     >>> _alternative_is_short(r"\p{L}+\s\p{N}+\s\p{N}+")
     False
+    >>> _alternative_is_short(r"\p{L}+(?i:'s|'ll)?"), _alternative_is_short(r"\p{L}(?:\s\p{L}+){8}")
+    (True, False)
     """
     atoms = unbounded = 0
     pos = 0
@@ -120,37 +129,11 @@ def _alternative_is_short(alt: str) -> bool:
         q = _QUANT.match(alt, pos)
         if q is not None:
             pos = q.end()
-            if q.group(0)[0] != "?" and not _one_class(m.group(0)):
+            if not _repeatable(m.group(0), q.group(0)):
                 return False  # a repeat that mixes classes reads across runs
             unbounded += q.group(0)[0] in "*+" or q.group(0).rstrip("+?").endswith(",}")
         atoms += 1
     return atoms <= _MAX_ATOMS and unbounded <= _MAX_UNBOUNDED
-
-
-def _repeated_groups_are_literal(body: str) -> bool:
-    r"""True when every group followed by a quantifier is literal alternatives only.
-
-    >>> _repeated_groups_are_literal(r"\p{L}+(?i:'s|'ll)?")
-    True
-    >>> _repeated_groups_are_literal(r"(?:\s\p{L}+){8}")
-    False
-    """
-    opens: list[int] = []
-    i = 0
-    while i < len(body):
-        ch = body[i]
-        if ch == "\\":
-            i += 2
-            continue
-        if ch == "(":
-            opens.append(i)
-        elif ch == ")" and opens:
-            start = opens.pop()
-            quantified = i + 1 < len(body) and body[i + 1] in "?*+{"
-            if quantified and not _LITERAL_GROUP.fullmatch(body[start + 1 : i]):
-                return False
-        i += 1
-    return True
 
 
 # Normalizers that map every character to characters of the same coarse class and never
