@@ -95,3 +95,17 @@ def test_components_swapped_on_a_live_tokenizer_are_noticed(
     fresh = IncrementalEncoder(hf)
     fresh.encode(old)
     assert fresh.encode(new) == hf.encode(new, add_special_tokens=False).ids
+
+
+@pytest.mark.parametrize("family", ["cl100k", "llama2", "mistral_v3"])
+def test_tokens_added_while_an_encoder_is_in_use_are_seen_at_the_next_call(
+        family: str, load_family: Callable[[str], Tokenizer]) -> None:
+    hf = tokenizers.Tokenizer.from_str(load_family(family).hf.to_str())  # a private copy
+    enc = IncrementalEncoder(hf)
+    text = "some text with zqxjv and more " * 8
+    enc.encode(text)
+    hf.add_tokens(["zqxjv and"])
+    hf.add_special_tokens(["<LATE>"])
+    for extra in ("zqxjv and <LATE>", "zqxjv and <LATE> again"):
+        text += extra
+        assert enc.encode(text) == hf.encode(text, add_special_tokens=False).ids

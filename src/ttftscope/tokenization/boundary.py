@@ -179,12 +179,18 @@ def analyse(doc: dict[str, Any]) -> Plan:
     margin = max((len(str(t.get("content", ""))) for t in added), default=0)
     strip = any(t.get("lstrip") or t.get("rstrip") or t.get("single_word") for t in added)
     window_doc, removed = _without_prefix_markers(doc)
-    if removed:
+    # HF normalizes a normalized added token's own text too, marker included ("x" becomes
+    # "▁x"), so a marker-free window would match such tokens differently
+    marked_added = bool(removed) and any(t.get("normalized") for t in added)
+    if marked_added:
+        reasons.append("normalized added tokens get the start-of-input marker: no windows "
+                       "without it, verified cuts only")
+    elif removed:
         reasons.append("start-of-input marker removed for windows: " + ", ".join(removed))
     mode: Mode = "regex" if norm_ok and pre_ok and not removed else "verified"
-    if mode == "verified" and _space_split_ok(doc, reasons):
+    if mode == "verified" and not marked_added and _space_split_ok(doc, reasons):
         mode = "space"
-    window_json = json.dumps(window_doc) if removed else None
+    window_json = json.dumps(window_doc) if removed and not marked_added else None
     return Plan(mode, composing, margin + 1, strip, window_json, tuple(reasons))
 
 
@@ -192,13 +198,18 @@ def _space_split_ok(doc: dict[str, Any], reasons: list[str]) -> bool:
     """SentencePiece-style BPE where a "▁" after a non-"▁" character always starts a token.
 
     Holds when there is no pre-tokenizer, the normalizer only prepends "▁" and maps " " to
-    "▁", the model is deterministic BPE, and no vocabulary token holds "▁" right after another
-    character than "▁": then no merge ever spans such a position, and BPE (merges by rank over
-    adjacent pairs) on either side runs as if the other side were not there.
+    "▁", the model is deterministic BPE without whole-word or word-end rules, "▁" is in the
+    vocabulary, and no vocabulary token holds "▁" right after another character than "▁":
+    then no merge ever spans such a position, and BPE (merges by rank over adjacent pairs) on
+    either side runs as if the other side were not there.
     """
     model = doc.get("model") or {}
-    if doc.get("pre_tokenizer") is not None or model.get("type") != "BPE" or model.get("dropout"):
-        return False
+    if doc.get("pre_tokenizer") is not None or model.get("type") != "BPE" or any(
+            model.get(k) for k in ("dropout", "ignore_merges", "continuing_subword_prefix",
+                                   "end_of_word_suffix")):
+        return False  # a chunk alone would then be read as a whole word or a word's end
+    if SPACE_MARK not in (model.get("vocab") or {}):
+        return False  # an unknown "▁" could fuse with an unknown character before it
     norm = doc.get("normalizer")
     steps = [] if norm is None else norm.get("normalizers", []) if norm.get("type") == "Sequence" \
         else [norm]

@@ -1,7 +1,7 @@
-"""Window encoders that give HF's ids without HF's regex or whole-segment BPE.
+"""The regex-family window encoder: HF's ids without HF's regex or pipeline.
 
-:class:`IncrementalEncoder` re-encodes a window of about the appended text; these classes do
-that faster and return exactly ``_convert(full.encode(window))`` (ids, ``2*end+flag`` words),
+:class:`IncrementalEncoder` re-encodes a window of about the appended text; this class does
+that faster and returns exactly ``_convert(full.encode(window))`` (ids, ``2*end+flag`` words),
 or None, and then the caller encodes the window with HF as before. The caller's own check
 (the window must reproduce the cached tokens of the piece before the cut) still runs.
 
@@ -37,13 +37,7 @@ pre-tokenizer ``[Split(regex, Isolated), ByteLevel(use_regex=False)]`` or
   what precedes it), and cuts in HF stretches go before ASCII characters, so normalizing the
   stretches apart equals normalizing the window.
 
-SpaceWindow (``Plan.mode == "space"``): the window is mid-segment, its normalized text is the
-raw text with " " mapped to "▁", and the plan proved that no merge spans a "▁" that follows
-another character. The window is split into words at those positions; BPE of a concatenation
-of such words is the concatenation of their BPE, so missing words are encoded together in
-one HF call (window tokenizer, no "▁" prepended) and split back at word ends, each of which
-must be a token end (else None). Byte-fallback tokens keep HF's character offsets. Any
-added-token text in the window (raw or normalized) means None.
+The SentencePiece window encoder is :mod:`ttftscope.tokenization.spacewindow`.
 
 >>> shared_ints(2)[:3]
 [0, 1, 2]
@@ -113,6 +107,20 @@ def _trie_regex(words: list[str]) -> str:
     return emit(trie)
 
 
+def _added_words(doc: dict[str, Any]) -> list[str]:
+    return [w for t in doc.get("added_tokens") or [] if (w := str(t.get("content", "")))]
+
+
+def added_regex(doc: dict[str, Any]) -> re.Pattern[str] | None:
+    """One regex that finds any added token's text (None without added tokens).
+
+    >>> added_regex({"added_tokens": [{"content": "<s>"}]}).findall("a<s>b")
+    ['<s>']
+    """
+    words = _added_words(doc)
+    return re.compile(_trie_regex(words)) if words else None
+
+
 def _pattern(doc: dict[str, Any]) -> str | None:
     """The one regex of a [Split, ByteLevel(no regex)] or ByteLevel(regex) pre-tokenizer."""
     pre = doc.get("pre_tokenizer") or {}
@@ -169,13 +177,10 @@ class FastWindow:
         translated = translate_ascii(regex) if regex is not None else None
         if translated is None or forms is None:
             return None
-        words = [str(t.get("content", "")) for t in doc.get("added_tokens") or []]
-        words = [w for w in words if w]
-        added = re.compile(_trie_regex(words)) if words else None
-        fast = cls(full, re.compile(translated), forms, added, table)
+        fast = cls(full, re.compile(translated), forms, added_regex(doc), table)
         fast._ignore_merges = model.get("ignore_merges") is True
         flags = ("normalized", "lstrip", "rstrip", "single_word")
-        found = {w: full.token_to_id(w) for w in words}
+        found = {w: full.token_to_id(w) for w in _added_words(doc)}
         plain = not any(t.get(f) for t in doc.get("added_tokens") or [] for f in flags)
         if plain and None not in found.values():
             fast._added_ids = {w: i for w, i in found.items() if i is not None}
@@ -311,77 +316,3 @@ class FastWindow:
         while k > 0 and not (flags[k] and (not self._forms or w[pos + offsets[k][0]].isascii())):
             k -= 1
         return max(k, 0)
-
-
-class SpaceWindow:
-    """SentencePiece-BPE windows (``Plan.mode == "space"``) encoded one word at a time.
-
-    The window is mid-segment (no "▁" prepended), its normalized text is the raw text with
-    " " mapped to "▁", and no merge spans a "▁" that follows another character (the plan
-    checked the vocabulary), so the segment's BPE is the concatenation of its words' BPE.
-
-    >>> SpaceWindow.build(doc, full, table)  # doctest: +SKIP
-    """
-
-    _WORDS = re.compile("\u2581*[^\u2581]+|\u2581+")
-
-    def __init__(self, full: tokenizers.Tokenizer, added: re.Pattern[str] | None,
-                 table: list[int]) -> None:
-        self._tok, self._added, self._table = full, added, table
-        self._cache: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {}
-
-    @classmethod
-    def build(cls, doc: dict[str, Any], full: tokenizers.Tokenizer,
-              table: list[int]) -> SpaceWindow:
-        """The word-wise encoder of a tokenizer whose plan is "space" (the caller checks)."""
-        words = [str(t.get("content", "")) for t in doc.get("added_tokens") or []]
-        words = [w for w in words if w]
-        return cls(full, re.compile(_trie_regex(words)) if words else None, table)
-
-    def encode(self, text: str, a0: int) -> tuple[list[int], array[int]] | None:
-        """Tokens of ``text[a0:]`` as a mid-segment window, or None (added-token text)."""
-        norm = text[a0:].replace(" ", "\u2581")
-        added = self._added
-        if added is not None and (added.search(text, a0) or added.search(norm)):
-            return None
-        words = self._WORDS.findall(norm)
-        vals: list[Any] = list(map(self._cache.get, words))
-        if None in vals and not self._fill(words, vals):
-            return None
-        ids = list(chain.from_iterable(map(_FIRST, vals)))
-        doubled = accumulate(chain.from_iterable(map(_SECOND, vals)), initial=2 * a0)
-        next(doubled)
-        return ids, array("I", doubled)
-
-    def _fill(self, words: list[str], vals: list[Any]) -> bool:
-        """Encode all missing words in one call: their BPE is the BPE of their concatenation.
-
-        Each word must end on a token end (checked); otherwise the caller uses HF directly.
-        """
-        cache, table = self._cache, self._table
-        if len(cache) > _CACHE_CAP:
-            cache.clear()
-        miss = list(dict.fromkeys(w for w, v in zip(words, vals, strict=True) if v is None))
-        joined = "".join(miss)
-        if self._added is not None and self._added.search(joined):
-            return False
-        enc = self._tok.encode(joined, add_special_tokens=False)
-        ids: list[int] = enc.ids
-        ends = [e for _, e in enc.offsets]
-        k, start = 0, 0
-        fresh: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {}
-        for word in miss:
-            stop = start + len(word)
-            k2 = bisect_right(ends, stop, k)
-            if k2 <= k or ends[k2 - 1] != stop:
-                return False
-            mine = ends[k:k2]
-            steps = map(operator.sub, mine, [start, *mine[:-1]])
-            fresh[word] = (tuple(map(table.__getitem__, ids[k:k2])),
-                           tuple(map((2).__mul__, steps)))
-            k, start = k2, stop
-        if k != len(ids):
-            return False
-        cache.update(fresh)
-        vals[:] = [fresh[w] if v is None else v for w, v in zip(words, vals, strict=True)]
-        return True

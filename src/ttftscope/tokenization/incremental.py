@@ -46,9 +46,9 @@ tokens, as above); the window is encoded without the "▁" start marker (it is m
 a segment that starts after an added token inside the window is re-encoded with the marker
 (HF prepends it to every segment). The previous word is re-encoded too and must match.
 
-Window encoders: the regex and space windows are encoded by
-:mod:`ttftscope.tokenization.fastpath` when the declared components allow (exactly the ids
-and offsets of an HF encode of the window; argument there), else by HF.
+Window encoders: regex windows are encoded by :mod:`ttftscope.tokenization.fastpath` and space
+windows by :mod:`ttftscope.tokenization.spacewindow` when the declared components allow
+(exactly the ids and offsets of an HF encode of the window; arguments there), else by HF.
 
 Verified path (any other or unknown component)
 ----------------------------------------------

@@ -1,0 +1,211 @@
+"""SentencePiece-BPE windows (``Plan.mode == "space"``) encoded from cached chunks.
+
+The window is mid-segment (no "▁" prepended) and its normalized text is the raw text with " "
+mapped to "▁". The encoder splits it into chunks, takes each chunk's tokens from a cache, and
+gives the chunks it has not seen to the BPE model (``model.tokenize``, the call HF makes on a
+normalized segment when there is no pre-tokenizer).
+
+Why chunks may be encoded apart
+-------------------------------
+HF's BPE (no dropout, no ``ignore_merges``) maps each character to its vocabulary symbol, or
+to byte tokens (``byte_fallback``), or to the unknown token, then repeatedly applies the
+lowest-ranked merge among adjacent symbol pairs. Every symbol it ever creates is a merge
+result, so a merge across position j of a text makes a symbol holding the pair
+``(t[j-1], t[j])`` of adjacent characters. Let P be every adjacent character pair inside the
+merge results (``left + right``). When ``(t[j-1], t[j])`` is not in P, no merge ever joins the
+two sides of j; each side then sees exactly its own merges, in the same rank order, as if the
+other were not there: BPE of the text is BPE of ``t[:j]`` followed by BPE of ``t[j:]``.
+Unknown characters could still fuse (``fuse_unk``) across j, so either no fusing can happen
+(``byte_fallback`` with all 256 byte tokens, or ``fuse_unk`` off) or chunks are split only at
+"▁" (a vocabulary symbol, so never fused).
+
+Characters fall into a few classes (:data:`_CLASSES` and "other"); a pair of classes is
+*joinable* when P has a pair of characters of those classes. The chunk regex ends a chunk
+wherever the next character's class is not joinable with the current one, so each cut is a
+position proven safe above. Words (split before every "▁" that follows another character:
+the plan proved no vocabulary token holds such a "▁") are looked up first; only unseen words
+are split further.
+
+>>> SpaceWindow.build(doc, full, table)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+from array import array
+from bisect import bisect_left
+from itertools import accumulate, chain, pairwise
+from typing import Any
+
+import tokenizers
+
+from ttftscope.tokenization.boundary import SPACE_MARK
+from ttftscope.tokenization.fastpath import added_regex
+
+_CACHE_CAP = 1 << 16
+_FIRST, _SECOND = operator.itemgetter(0), operator.itemgetter(1)
+# Character classes as bracket contents; anything else is "other". "▁" first (own class).
+_CLASSES = (SPACE_MARK, "A-Za-z", r"\d", r"!-/:-@\[-`{-~", r"\t\n\x0b\x0c\r")
+_OTHER = len(_CLASSES)
+_MEMBER = [re.compile(f"[{c}]") for c in _CLASSES]
+_BYTE_TOKEN = re.compile(r"<0x[0-9A-F]{2}>")
+_Value = tuple[tuple[int, ...], tuple[int, ...]]  # ids, and 2 * length of each token
+
+
+def _class_of(ch: str) -> int:
+    return next((i for i, rx in enumerate(_MEMBER) if rx.match(ch)), _OTHER)
+
+
+def _merge_strings(model: dict[str, Any]) -> list[str] | None:
+    """``left + right`` of every merge; None when a merge's form is unknown or it joins a
+    byte-fallback or unknown token (their text is not the text they stand for)."""
+    out = []
+    unk = model.get("unk_token")
+    for merge in model.get("merges") or []:
+        parts = merge.split(" ") if isinstance(merge, str) else merge
+        if not isinstance(parts, list) or len(parts) != 2:
+            return None
+        if any(_BYTE_TOKEN.fullmatch(p) or p == unk for p in parts):
+            return None
+        out.append(parts[0] + parts[1])
+    return out
+
+
+def joinable_classes(model: dict[str, Any]) -> set[tuple[int, int]] | None:
+    """Class pairs that some merge joins; None when chunks must stay whole words.
+
+    >>> sorted(joinable_classes({"merges": ["a (", "( b"], "vocab": {}}))
+    [(1, 3), (3, 1)]
+    """
+    merged = _merge_strings(model)
+    vocab = model.get("vocab") or {}
+    fallback = bool(model.get("byte_fallback")) and all(
+        f"<0x{b:02X}>" in vocab for b in range(256))
+    if merged is None or (model.get("fuse_unk") and not fallback):
+        return None
+    return {(_class_of(a), _class_of(b)) for s in merged for a, b in pairwise(s)}
+
+
+def _union(classes: set[int]) -> str:
+    """A regex character set for the union of some classes."""
+    if _OTHER in classes:
+        return "[^" + "".join(c for i, c in enumerate(_CLASSES) if i not in classes) + "]"
+    return "[" + "".join(_CLASSES[i] for i in sorted(classes)) + "]"
+
+
+def chunk_regex(joinable: set[tuple[int, int]]) -> re.Pattern[str]:
+    """Chunks: runs of characters whose neighbouring classes are all joinable.
+
+    The regex matches whole runs of one class (a class joinable with itself; else a single
+    character) and continues past a run only when the next character's class is joinable.
+    Runs are possessive, so a chunk never ends inside a run.
+
+    >>> chunk_regex({(0, 1), (1, 1)}).findall("\u2581ab(c12")
+    ['\u2581ab', '(', 'c', '1', '2']
+    """
+    every = set(range(_OTHER + 1))
+    runs, branches = [], []
+    for left in sorted(every):
+        run = _union({left}) + ("++" if (left, left) in joinable else "")
+        runs.append(run)
+        follow = {b for a, b in joinable if a == left}
+        if follow:
+            branches.append(f"{run}(?={_union(follow) if follow != every else '.'})")
+    loop = f"(?:{'|'.join(branches)})*+" if branches else ""
+    return re.compile(f"{loop}(?:{'|'.join(runs)})", re.DOTALL)
+
+
+def word_regex(joinable: set[tuple[int, int]] | None) -> re.Pattern[str]:
+    """Words: split before each "▁" that follows another character (the plan's proof) and
+    around each character of a class that nothing joins (digits, in Llama 2).
+
+    Coarser than chunks, so a window is fewer, mostly cached, pieces.
+
+    >>> word_regex({(0, 1), (1, 1), (3, 3), (4, 4), (5, 5)}).findall("\u2581ab12\u2581\u25813")
+    ['\u2581ab', '1', '2', '\u2581\u2581', '3']
+    """
+    lone = {c for c in range(_OTHER + 1)
+            if joinable is not None and not any(c in pair for pair in joinable)}
+    lone.discard(0)
+    if not lone:
+        return re.compile("\u2581*[^\u2581]+|\u2581+")
+    inner = _union(lone)[1:-1] if _OTHER not in lone else None
+    if inner is None:  # "other" alone: rare enough to keep words whole
+        return re.compile("\u2581*[^\u2581]+|\u2581+")
+    return re.compile(f"\u2581*[^\u2581{inner}]+|\u2581+|[{inner}]")
+
+
+class SpaceWindow:
+    """Encode a mid-segment SentencePiece window like the window tokenizer, from cached chunks.
+
+    >>> SpaceWindow.build(doc, full, table).encode("\\u2581x = 1", 0)  # doctest: +SKIP
+    """
+
+    def __init__(self, full: tokenizers.Tokenizer, added: re.Pattern[str] | None,
+                 words: re.Pattern[str], chunks: re.Pattern[str] | None,
+                 table: list[int]) -> None:
+        self._model, self._added, self._table = full.model, added, table
+        self._words, self._chunks = words.findall, chunks.findall if chunks else None
+        self._cache: dict[str, _Value] = {}  # words and chunks: the BPE of each alone
+
+    @classmethod
+    def build(cls, doc: dict[str, Any], full: tokenizers.Tokenizer,
+              table: list[int]) -> SpaceWindow:
+        """The chunk-wise encoder of a tokenizer whose plan is "space" (the caller checks)."""
+        joinable = joinable_classes(doc.get("model") or {})
+        chunks = chunk_regex(joinable) if joinable is not None else None
+        return cls(full, added_regex(doc), word_regex(joinable), chunks, table)
+
+    def encode(self, text: str, a0: int) -> tuple[list[int], array[int]] | None:
+        """Tokens of ``text[a0:]`` as a mid-segment window, or None (added-token text)."""
+        norm = text[a0:].replace(" ", SPACE_MARK)
+        added = self._added
+        if added is not None and (added.search(text, a0) or added.search(norm)):
+            return None
+        words = self._words(norm)
+        vals: list[Any] = list(map(self._cache.get, words))
+        if None in vals and not self._fill(words, vals):
+            return None
+        ids = list(chain.from_iterable(map(_FIRST, vals)))
+        doubled = accumulate(chain.from_iterable(map(_SECOND, vals)), initial=2 * a0)
+        next(doubled)
+        return ids, array("I", doubled)
+
+    def _fill(self, words: list[str], vals: list[Any]) -> bool:
+        """Values of unseen words, from their chunks; unseen chunks go to the BPE model."""
+        cache = self._cache
+        if len(cache) > _CACHE_CAP:
+            cache.clear()
+        for word in {w for w, v in zip(words, vals, strict=True) if v is None}:
+            parts = self._chunks(word) if self._chunks is not None else [word]
+            for part in parts:
+                if part not in cache:
+                    found = self._tokenize(part)
+                    if found is None:
+                        return False
+                    cache[part] = found
+            if len(parts) > 1:
+                pieces = [cache[p] for p in parts]
+                cache[word] = (tuple(chain.from_iterable(map(_FIRST, pieces))),
+                               tuple(chain.from_iterable(map(_SECOND, pieces))))
+        vals[:] = map(cache.__getitem__, words)
+        return True
+
+    def _tokenize(self, chunk: str) -> _Value | None:
+        """The model's BPE of one chunk (HF's own per-segment call), ends as character offsets.
+
+        Model offsets count UTF-8 bytes; HF reports the character holding a token's last
+        byte, so all byte-fallback tokens of one character end where that character ends.
+        """
+        toks = self._model.tokenize(chunk)
+        byte_ends = [t.offsets[1] for t in toks]
+        if chunk.isascii():
+            char_ends = byte_ends
+        else:
+            widths = list(accumulate(len(ch.encode()) for ch in chunk))
+            char_ends = [bisect_left(widths, e) + 1 for e in byte_ends]
+        if not char_ends or char_ends[-1] != len(chunk):
+            return None
+        steps = map(operator.sub, char_ends, [0, *char_ends[:-1]])
+        return (tuple(self._table[t.id] for t in toks), tuple(map((2).__mul__, steps)))

@@ -1,0 +1,133 @@
+"""SentencePiece windows split into chunks only where no merge can join the two sides."""
+
+from __future__ import annotations
+
+import json
+from itertools import pairwise
+from typing import Any
+
+import pytest
+import tokenizers
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ttftscope.tokenization import IncrementalEncoder
+from ttftscope.tokenization import spacewindow as sw
+from ttftscope.tokenization.engines import engines_for
+
+MARK = "\u2581"
+CLASS_CHARS = [MARK, "aZ", "07", "(,_", "\n\t", "é日😀"]  # one entry per class, "other" last
+RELATIONS = st.sets(st.tuples(st.integers(0, 5), st.integers(0, 5)))
+TEXTS = st.text(alphabet="".join(CLASS_CHARS), max_size=40)
+
+
+def _class(ch: str) -> int:
+    return next(i for i, chars in enumerate(CLASS_CHARS) if ch in chars)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(joinable=RELATIONS, text=TEXTS)
+def test_chunks_cut_only_between_classes_nothing_joins(
+        joinable: set[tuple[int, int]], text: str) -> None:
+    assert [sw._class_of(c) for c in "".join(CLASS_CHARS)] == [
+        _class(c) for c in "".join(CLASS_CHARS)]
+    chunks = sw.chunk_regex(joinable).findall(text)
+    assert "".join(chunks) == text
+    for left, right in pairwise(chunks):
+        assert (_class(left[-1]), _class(right[0])) not in joinable
+    # a run of one self-joinable class is never cut
+    for left, right in pairwise(chunks):
+        c = _class(left[-1])
+        assert not (c == _class(right[0]) and (c, c) in joinable)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(joinable=RELATIONS, text=TEXTS)
+def test_words_cut_before_marks_and_around_classes_nothing_touches(
+        joinable: set[tuple[int, int]], text: str) -> None:
+    joinable = {(a, b) for a, b in joinable if b != 0 or a == 0}  # the plan's "▁" proof
+    words = sw.word_regex(joinable).findall(text)
+    assert "".join(words) == text
+    lone = {c for c in range(6) if not any(c in p for p in joinable)}
+    for left, right in pairwise(words):
+        a, b = left[-1], right[0]
+        assert (b == MARK and a != MARK) or _class(a) in lone or _class(b) in lone
+
+
+def _sentencepiece(merges: list[tuple[str, str]], *, byte_fallback: bool = True,
+                   fuse_unk: bool = True, **model: object) -> tokenizers.Tokenizer:
+    """A Llama-2-style tokenizer (Prepend + Replace, no pre-tokenizer) over a tiny alphabet."""
+    alphabet = [MARK, *"abcxyz()_,.0123456789\n"]
+    vocab = {"<unk>": 0}
+    if byte_fallback:
+        vocab.update({f"<0x{b:02X}>": b + 1 for b in range(256)})
+    for token in alphabet + [a + b for a, b in merges]:
+        vocab.setdefault(token, len(vocab))
+    doc: dict[str, Any] = {
+        "version": "1.0", "truncation": None, "padding": None, "added_tokens": [],
+        "normalizer": {"type": "Sequence", "normalizers": [
+            {"type": "Prepend", "prepend": MARK},
+            {"type": "Replace", "pattern": {"String": " "}, "content": MARK}]},
+        "pre_tokenizer": None, "post_processor": None, "decoder": None,
+        "model": {"type": "BPE", "dropout": None, "unk_token": "<unk>",
+                  "continuing_subword_prefix": None, "end_of_word_suffix": None,
+                  "fuse_unk": fuse_unk, "byte_fallback": byte_fallback, "ignore_merges": False,
+                  "vocab": vocab, "merges": [list(m) for m in merges], **model},
+    }
+    return tokenizers.Tokenizer.from_str(json.dumps(doc))
+
+
+# merges that join letters to "(", "(" to digits and digits to digits: cuts there are unsafe
+CROSSING = [("a", "("), ("(", "1"), ("1", "2"), ("12", "3"), (MARK, "a"), (MARK + "a", "b"),
+            ("c", "\n"), ("x", "_"), ("_", "y"), ("a(", "1")]
+SNIPPETS = st.lists(st.sampled_from(
+    ["a(", "a(1", "(12", "123", " ab", "  a", "c\n", "x_y", "é", "日本", "😀", " ", "\n\n",
+     "z", "b.", "9", "0", ",", "x_", "_y"]), max_size=20).map("".join)
+
+
+@pytest.mark.parametrize(("byte_fallback", "fuse_unk"), [(True, True), (False, True),
+                                                         (False, False)])
+def test_windows_match_hf_when_merges_cross_classes(byte_fallback: bool, fuse_unk: bool) -> None:
+    hf = _sentencepiece(CROSSING, byte_fallback=byte_fallback, fuse_unk=fuse_unk)
+    eng = engines_for(hf)
+    assert eng.plan.mode == "space" and eng.space is not None
+    assert (eng.space._chunks is None) == (fuse_unk and not byte_fallback)
+
+    @settings(max_examples=300, deadline=None, derandomize=True)
+    @given(head=SNIPPETS, tail=SNIPPETS)
+    def run(head: str, tail: str) -> None:
+        window = " " + head + tail
+        got = eng.space.encode("pre" + window, 3) if eng.space is not None else None
+        want = eng.window.encode(window, add_special_tokens=False)
+        assert got is not None
+        assert got[0] == want.ids
+        assert [e // 2 - 3 for e in got[1]] == [e for _, e in want.offsets]
+        enc = IncrementalEncoder(hf)
+        enc.encode(head)
+        assert enc.encode(head + tail) == hf.encode(head + tail, add_special_tokens=False).ids
+
+    run()
+
+
+@pytest.mark.parametrize("setting", [{"ignore_merges": True}, {"end_of_word_suffix": "</w>"}])
+def test_models_that_treat_a_segment_as_a_word_are_not_split(setting: dict[str, object]) -> None:
+    hf = _sentencepiece(CROSSING, **setting)
+    assert engines_for(hf).plan.mode == "verified"
+    enc = IncrementalEncoder(hf)
+    for text in ("a(12 ab", "a(12 ab c\n x_y", "a(12 ab c\n x_y 123"):
+        assert enc.encode(text) == hf.encode(text, add_special_tokens=False).ids
+
+
+def test_merges_of_byte_tokens_keep_windows_in_words() -> None:
+    model = {"merges": [["<0x41>", "<0x42>"]], "vocab": {}, "byte_fallback": True}
+    assert sw.joinable_classes(model) is None
+    assert sw.joinable_classes({"merges": ["a b", "<unk> c"], "unk_token": "<unk>"}) is None
+    assert sw.joinable_classes({"merges": ["a b c"]}) is None
+    assert sw.joinable_classes({"merges": ["a (", "1 x"]}) == {(1, 3), (2, 1)}
+
+
+def test_word_regex_splits_isolated_digits_in_real_sentencepiece(load_family: Any) -> None:
+    space = engines_for(load_family("llama2")).space
+    assert space is not None
+    words = space._words(f"{MARK}n=4058):\n{MARK}x")
+    assert words == [f"{MARK}n=", "4", "0", "5", "8", "):\n", f"{MARK}x"]
