@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from ttftscope.tokenization import IncrementalEncoder, Tokenizer
 from ttftscope.tokenization import fastpath as fp
+from ttftscope.tokenization import spacewindow as sw
 from ttftscope.tokenization.engines import engines_for
 from ttftscope.tokenization.fixtures import FAMILIES, mixed_text
 from ttftscope.tokenization.regex_ascii import translate_ascii
@@ -123,6 +124,8 @@ def test_fast_window_on_long_mixed_text_and_small_cache(
 ) -> None:
     """Long windows with many stretches, and a cache cleared every few calls."""
     monkeypatch.setattr(fp, "_CACHE_CAP", 50)
+    monkeypatch.setattr(sw, "_CACHE_CAP", 50)
+    monkeypatch.setattr(sw, "_KEY_CAP", 8)
     tok = load_family(family)
     enc, _eng, window, tk = _window_setup(tok)
     for seed in range(4):

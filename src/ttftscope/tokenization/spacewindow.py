@@ -22,9 +22,11 @@ Unknown characters could still fuse (``fuse_unk``) across j, so either no fusing
 Characters fall into a few classes (:data:`_CLASSES` and "other"); a pair of classes is
 *joinable* when P has a pair of characters of those classes. The chunk regex ends a chunk
 wherever the next character's class is not joinable with the current one, so each cut is a
-position proven safe above. Words (split before every "▁" that follows another character:
-the plan proved no vocabulary token holds such a "▁") are looked up first; only unseen words
-are split further.
+position proven safe above. Words are looked up first and only unseen words are split
+further; words are split before every "▁" that follows another character (the plan proved no
+vocabulary token holds such a "▁") and around each character of a class that nothing joins
+(digits, in Llama 2 and Mistral). A window holding any added token's text (raw or
+normalized) is left to HF (None), as HF splits those out before the model runs.
 
 >>> SpaceWindow.build(doc, full, table)  # doctest: +SKIP
 """
@@ -44,6 +46,7 @@ from ttftscope.tokenization.boundary import SPACE_MARK
 from ttftscope.tokenization.fastpath import added_regex
 
 _CACHE_CAP = 1 << 16
+_KEY_CAP = 256  # longest word or chunk kept in the cache
 _FIRST, _SECOND = operator.itemgetter(0), operator.itemgetter(1)
 # Character classes as bracket contents; anything else is "other". "▁" first (own class).
 _CLASSES = (SPACE_MARK, "A-Za-z", r"\d", r"!-/:-@\[-`{-~", r"\t\n\x0b\x0c\r")
@@ -173,23 +176,29 @@ class SpaceWindow:
         return ids, array("I", doubled)
 
     def _fill(self, words: list[str], vals: list[Any]) -> bool:
-        """Values of unseen words, from their chunks; unseen chunks go to the BPE model."""
+        """Values of unseen words, from their chunks; unseen chunks go to the BPE model.
+
+        Words and chunks longer than ``_KEY_CAP`` are encoded but not kept (a huge run would
+        otherwise pin its text in the cache).
+        """
         cache = self._cache
         if len(cache) > _CACHE_CAP:
             cache.clear()
+        fresh: dict[str, _Value] = {}
         for word in {w for w, v in zip(words, vals, strict=True) if v is None}:
             parts = self._chunks(word) if self._chunks is not None else [word]
+            pieces = []
             for part in parts:
-                if part not in cache:
-                    found = self._tokenize(part)
-                    if found is None:
-                        return False
-                    cache[part] = found
-            if len(parts) > 1:
-                pieces = [cache[p] for p in parts]
-                cache[word] = (tuple(chain.from_iterable(map(_FIRST, pieces))),
-                               tuple(chain.from_iterable(map(_SECOND, pieces))))
-        vals[:] = map(cache.__getitem__, words)
+                found = cache.get(part) or fresh.get(part) or self._tokenize(part)
+                if found is None:
+                    return False
+                fresh[part] = found
+                pieces.append(found)
+            fresh[word] = pieces[0] if len(pieces) == 1 else (
+                tuple(chain.from_iterable(map(_FIRST, pieces))),
+                tuple(chain.from_iterable(map(_SECOND, pieces))))
+        vals[:] = [fresh[w] if v is None else v for w, v in zip(words, vals, strict=True)]
+        cache.update((k, v) for k, v in fresh.items() if len(k) <= _KEY_CAP)
         return True
 
     def _tokenize(self, chunk: str) -> _Value | None:
