@@ -2,7 +2,9 @@
 
 For each append it times, interleaved in the same run: (a) a full HF ``encode`` of the whole
 text, (b) ``IncrementalEncoder.encode``, (c) encoding the appended text alone; and checks
-(b) == (a) every time. Prints figures; the last line is one JSON object.
+(b) == (a) every time. Then, in the same order, it times ``encode`` of the unchanged text: the
+floor every call pays (compare the texts, return a fresh list) and the speedup it allows.
+Prints figures; the last line is one JSON object.
 
     python benchmarks/incremental_append.py --tokenizer ~/.cache/ttftscope/tokenizers/o200k
 """
@@ -47,11 +49,27 @@ def run(path: str, appends: int, tokens: int, chars: int) -> dict[str, object]:
         full_ms.append(t_full)
         app_ms.append(t_app)
     n_tok = len(enc._ids)
+    floor_ms = _floor_run(enc, hf, text, appends, chars)
     return {
         **figures(path, n_tok, full_ms, inc_ms, app_ms), "mismatches": mismatches,
         "bytes_per_cached_token": round(enc.cached_bytes / n_tok, 2),
         "paths": paths, "full_fallbacks": enc.stats.full_fallbacks,
+        "floor_ms_median": round(statistics.median(floor_ms), 3),
+        "speedup_ceiling": round(statistics.median(full_ms) / statistics.median(floor_ms), 1),
     }
+
+
+def _floor_run(enc: IncrementalEncoder, hf: object, text: str, appends: int,
+               chars: int) -> list[float]:
+    """``encode`` of the unchanged text (compare the texts, return a fresh list), interleaved
+    as (b) is: after the previous full encode and an append-only encode."""
+    out = []
+    for i in range(appends):
+        hf.encode(agent_turn(i, chars=chars), add_special_tokens=False)  # type: ignore[attr-defined]
+        t_floor, _ = _ms(enc.encode, text)
+        out.append(t_floor)
+        hf.encode(text, add_special_tokens=False)  # type: ignore[attr-defined]
+    return out
 
 
 def figures(path: str, n_tok: int, full_ms: list[float], inc_ms: list[float],

@@ -46,7 +46,7 @@ from ttftscope.tokenization.boundary import SPACE_MARK
 from ttftscope.tokenization.fastpath import added_regex
 
 _CACHE_CAP = 1 << 16
-_KEY_CAP = 256  # longest word or chunk kept in the cache
+_KEY_CAP = 64  # longest word or chunk kept in the cache
 _FIRST, _SECOND = operator.itemgetter(0), operator.itemgetter(1)
 # Character classes as bracket contents; anything else is "other". "▁" first (own class).
 _CLASSES = (SPACE_MARK, "A-Za-z", r"\d", r"!-/:-@\[-`{-~", r"\t\n\x0b\x0c\r")
@@ -128,14 +128,12 @@ def word_regex(joinable: set[tuple[int, int]] | None) -> re.Pattern[str]:
     >>> word_regex({(0, 1), (1, 1), (3, 3), (4, 4), (5, 5)}).findall("\u2581ab12\u2581\u25813")
     ['\u2581ab', '1', '2', '\u2581\u2581', '3']
     """
-    lone = {c for c in range(_OTHER + 1)
+    # "▁" has its own rule; "other" is a negated set, which cannot be nested in a class
+    lone = {c for c in range(1, _OTHER)
             if joinable is not None and not any(c in pair for pair in joinable)}
-    lone.discard(0)
     if not lone:
         return re.compile("\u2581*[^\u2581]+|\u2581+")
-    inner = _union(lone)[1:-1] if _OTHER not in lone else None
-    if inner is None:  # "other" alone: rare enough to keep words whole
-        return re.compile("\u2581*[^\u2581]+|\u2581+")
+    inner = _union(lone)[1:-1]
     return re.compile(f"\u2581*[^\u2581{inner}]+|\u2581+|[{inner}]")
 
 
