@@ -400,7 +400,9 @@ def word_start(text: str, end: int, cap: int) -> int:
     >>> word_start("ab  cd ef", 5, 100)
     2
     """
-    j = max(text.rfind(" ", 0, end + 1), text.rfind(SPACE_MARK, 0, end + 1))
+    # bounded: an unbounded rfind of a "▁" that raw text never holds scans the whole context
+    lo = max(0, end - cap)
+    j = max(text.rfind(" ", lo, end + 1), text.rfind(SPACE_MARK, lo, end + 1))
     stop = max(0, j - cap)
     while j > stop and text[j - 1] in (" ", SPACE_MARK):
         j -= 1
