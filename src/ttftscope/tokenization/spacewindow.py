@@ -37,7 +37,7 @@ import operator
 import re
 from array import array
 from bisect import bisect_left
-from itertools import accumulate, chain, pairwise
+from itertools import accumulate, chain, compress, pairwise
 from typing import Any
 
 import tokenizers
@@ -183,7 +183,7 @@ class SpaceWindow:
         if len(cache) > _CACHE_CAP:
             cache.clear()
         fresh: dict[str, _Value] = {}
-        for word in {w for w, v in zip(words, vals, strict=True) if v is None}:
+        for word in set(compress(words, map(operator.not_, vals))):
             parts = self._chunks(word) if self._chunks is not None else [word]
             pieces = []
             for part in parts:
@@ -195,7 +195,7 @@ class SpaceWindow:
             fresh[word] = pieces[0] if len(pieces) == 1 else (
                 tuple(chain.from_iterable(map(_FIRST, pieces))),
                 tuple(chain.from_iterable(map(_SECOND, pieces))))
-        vals[:] = [fresh[w] if v is None else v for w, v in zip(words, vals, strict=True)]
+        vals[:] = map(fresh.get, words, vals)  # a miss's new value, else the cached one
         cache.update((k, v) for k, v in fresh.items() if len(k) <= _KEY_CAP)
         return True
 
