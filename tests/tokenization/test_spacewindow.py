@@ -55,17 +55,23 @@ def test_words_cut_before_marks_and_around_classes_nothing_touches(
 
 
 def _sentencepiece(merges: list[tuple[str, str]], *, byte_fallback: bool = True,
-                   fuse_unk: bool = True, **model: object) -> tokenizers.Tokenizer:
+                   fuse_unk: bool = True, missing_bytes: str = "",
+                   added: tuple[dict[str, object], ...] = (), normalizer: Any = None,
+                   **model: object) -> tokenizers.Tokenizer:
     """A Llama-2-style tokenizer (Prepend + Replace, no pre-tokenizer) over a tiny alphabet."""
     alphabet = [MARK, *"abcxyz()_,.0123456789\n"]
     vocab = {"<unk>": 0}
-    if byte_fallback:
-        vocab.update({f"<0x{b:02X}>": b + 1 for b in range(256)})
+    for b in range(256) if byte_fallback else ():
+        if chr(b) not in missing_bytes:
+            vocab[f"<0x{b:02X}>"] = len(vocab)
     for token in alphabet + [a + b for a, b in merges]:
         vocab.setdefault(token, len(vocab))
     doc: dict[str, Any] = {
-        "version": "1.0", "truncation": None, "padding": None, "added_tokens": [],
-        "normalizer": {"type": "Sequence", "normalizers": [
+        "version": "1.0", "truncation": None, "padding": None,
+        "added_tokens": [{"id": len(vocab) + i, "single_word": False, "lstrip": False,
+                          "rstrip": False, "normalized": False, "special": False, **t}
+                         for i, t in enumerate(added)],
+        "normalizer": normalizer or {"type": "Sequence", "normalizers": [
             {"type": "Prepend", "prepend": MARK},
             {"type": "Replace", "pattern": {"String": " "}, "content": MARK}]},
         "pre_tokenizer": None, "post_processor": None, "decoder": None,
@@ -131,3 +137,46 @@ def test_word_regex_splits_isolated_digits_in_real_sentencepiece(load_family: An
     assert space is not None
     words = space._words(f"{MARK}n=4058):\n{MARK}x")
     assert words == [f"{MARK}n=", "4", "0", "5", "8", "):\n", f"{MARK}x"]
+
+
+def _exact_on_appends(hf: tokenizers.Tokenizer, pieces: list[str]) -> None:
+    enc, text = IncrementalEncoder(hf), ""
+    for piece in pieces:
+        text += piece
+        assert enc.encode(text) == hf.encode(text, add_special_tokens=False).ids, repr(text)
+
+
+def test_unknown_characters_held_back_by_hf_keep_windows_in_words() -> None:
+    """HF emits a later character's byte tokens before a held-back <unk> ("$" has none)."""
+    hf = _sentencepiece(CROSSING, fuse_unk=False, missing_bytes="$")
+    eng = engines_for(hf)
+    assert eng.space is not None and eng.space._chunks is None
+    _exact_on_appends(hf, ["ab ab ab", " a$é", "$1é2", " x_$日", "$$é(1"])
+
+
+def test_normalized_added_tokens_are_not_cut_by_words() -> None:
+    replace_only = {"type": "Replace", "pattern": {"String": " "}, "content": MARK}
+    hf = _sentencepiece(CROSSING, normalizer=replace_only,
+                        added=({"content": " a", "normalized": True},))
+    assert engines_for(hf).plan.mode == "verified"
+    _exact_on_appends(hf, ["xb xb xb xb", MARK + "a", " a(12 b", MARK + MARK + "a"])
+
+
+def test_added_tokens_the_model_can_also_make_are_exact() -> None:
+    hf = _sentencepiece(CROSSING, added=({"content": "0", "single_word": True},
+                                         {"content": "(", "lstrip": True, "special": True}))
+    _exact_on_appends(hf, [" d\x0c 日  x-", "02", " a (b", " 0 x0 (1", "a(1 0"])
+
+
+def test_a_bpe_without_unknown_token_that_drops_characters_is_exact() -> None:
+    hf = _sentencepiece(CROSSING, byte_fallback=False, fuse_unk=False, unk_token=None)
+    _exact_on_appends(hf, ["ab é ab", " a(1é", "日 x_y", " 😀c\n"])
+
+
+def test_model_flags_flipped_on_a_live_tokenizer_are_noticed() -> None:
+    hf = _sentencepiece(CROSSING, missing_bytes="$")
+    enc = IncrementalEncoder(hf)
+    enc.encode("ab ab $é ab")
+    hf.model.byte_fallback = False
+    text = "ab ab $é ab a$é"
+    assert enc.encode(text) == hf.encode(text, add_special_tokens=False).ids

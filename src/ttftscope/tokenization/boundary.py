@@ -210,6 +210,10 @@ def _space_split_ok(doc: dict[str, Any], reasons: list[str]) -> bool:
         return False  # a chunk alone would then be read as a whole word or a word's end
     if SPACE_MARK not in (model.get("vocab") or {}):
         return False  # an unknown "▁" could fuse with an unknown character before it
+    if any(t.get("normalized") for t in doc.get("added_tokens") or []):
+        # HF matches those on normalized text ("▁" for " "); the window encoders search raw
+        reasons.append("normalized added tokens: no proven word cuts")
+        return False
     norm = doc.get("normalizer")
     steps = [] if norm is None else norm.get("normalizers", []) if norm.get("type") == "Sequence" \
         else [norm]

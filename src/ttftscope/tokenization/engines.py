@@ -22,9 +22,12 @@ from typing import Any, Protocol
 import tokenizers
 
 from ttftscope.tokenization.boundary import Plan, analyse
-from ttftscope.tokenization.fastpath import FastWindow, shared_ints
+from ttftscope.tokenization.fastpath import FastWindow, bytes_to_unicode, shared_ints
 from ttftscope.tokenization.spacewindow import SpaceWindow
 
+# model settings a user can flip on a live tokenizer (the model's vocabulary is too big to read)
+_MODEL_FLAGS = ("dropout", "unk_token", "fuse_unk", "byte_fallback", "ignore_merges",
+                "continuing_subword_prefix", "end_of_word_suffix")
 _PROBES = ("hello world", " Hi  there\n\n\t12345 <x>", "é日本 😀", "a")
 
 
@@ -63,11 +66,12 @@ class Engines:
 def fingerprint(main: tokenizers.Tokenizer) -> tuple[object, ...]:
     """Settings a user can change on a live tokenizer that change its ids; about 1 µs to read.
 
-    >>> fingerprint(tokenizers.Tokenizer(tokenizers.models.BPE()))
+    >>> fingerprint(tokenizers.Tokenizer(tokenizers.models.BPE()))[:5]
     (None, None, False, None, None)
     """
     return (main.truncation, main.padding, bool(getattr(main, "encode_special_tokens", False)),
-            _state(main.normalizer), _state(main.pre_tokenizer))
+            _state(main.normalizer), _state(main.pre_tokenizer),
+            tuple(getattr(main.model, flag, None) for flag in _MODEL_FLAGS))
 
 
 def new_token_ids(main: tokenizers.Tokenizer) -> tuple[int, ...]:
@@ -132,7 +136,7 @@ def _build(main: tokenizers.Tokenizer) -> Engines:
         main.encode(p, add_special_tokens=False).ids
         == full.encode(p, add_special_tokens=False).ids
         for p in _PROBES
-    )
+    ) and not _two_way_added(doc, main) and not _may_drop_characters(doc)
     prefix, suffix, specials_ok = _specials(main, full)
     max_id = max([main.get_vocab_size(with_added_tokens=True), *added])
     table = shared_ints(max_id)
@@ -142,6 +146,31 @@ def _build(main: tokenizers.Tokenizer) -> Engines:
         main, full, window, plan, frozenset(added), added, unk_id, prefix, suffix, specials_ok,
         plain_ok, max_id, fast, space, fingerprint(main), added_state(main), new_token_ids(main),
     )
+
+
+def _two_way_added(doc: dict[str, Any], main: tokenizers.Tokenizer) -> bool:
+    """An added token that may or may not be split out (white-space or word rules) while the
+    model can also make its text: a token with its id then cannot tell which one made it."""
+    return any(
+        any(t.get(f) for f in ("lstrip", "rstrip", "single_word"))
+        and main.model.token_to_id(str(t.get("content", ""))) is not None
+        for t in doc.get("added_tokens") or []
+    )
+
+
+def _may_drop_characters(doc: dict[str, Any]) -> bool:
+    """A BPE without unknown token drops characters it has no symbol for, so offsets skip
+    them; only a complete byte alphabet (byte fallback or ByteLevel) rules that out."""
+    model = doc.get("model") or {}
+    if model.get("type") != "BPE" or model.get("unk_token") is not None:
+        return False
+    vocab = model.get("vocab") or {}
+    if model.get("byte_fallback") and all(f"<0x{b:02X}>" in vocab for b in range(256)):
+        return False
+    pre = json.dumps(doc.get("pre_tokenizer"))
+    byte_level = '"ByteLevel"' in pre and all(
+        ch in vocab for ch in bytes_to_unicode().values())
+    return not byte_level
 
 
 def _post_keeps_offsets(post: dict[str, Any] | None) -> bool:

@@ -80,8 +80,12 @@ def shared_ints(upto: int) -> list[int]:
     return _INTS
 
 
-def _bytes_to_unicode() -> dict[int, str]:
-    """GPT-2's byte -> visible character map (the ByteLevel alphabet)."""
+def bytes_to_unicode() -> dict[int, str]:
+    """GPT-2's byte -> visible character map (the ByteLevel alphabet).
+
+    >>> bytes_to_unicode()[32]
+    'Ġ'
+    """
     keep = [*range(33, 127), *range(161, 173), *range(174, 256)]
     extra = iter(range(256, 512))
     return {b: chr(b if b in keep else next(extra)) for b in range(256)}
@@ -162,7 +166,7 @@ class FastWindow:
         self._ignore_merges = False
         self._added_ids: dict[str, int] | None = None
         self._table = table
-        self._map = str.maketrans(_bytes_to_unicode())
+        self._map = str.maketrans(bytes_to_unicode())
         self._cache: dict[str, tuple[tuple[int, ...], ...]] = {}
 
     @classmethod

@@ -15,9 +15,12 @@ result, so a merge across position j of a text makes a symbol holding the pair
 merge results (``left + right``). When ``(t[j-1], t[j])`` is not in P, no merge ever joins the
 two sides of j; each side then sees exactly its own merges, in the same rank order, as if the
 other were not there: BPE of the text is BPE of ``t[:j]`` followed by BPE of ``t[j:]``.
-Unknown characters could still fuse (``fuse_unk``) across j, so either no fusing can happen
-(``byte_fallback`` with all 256 byte tokens, or ``fuse_unk`` off) or chunks are split only at
-"▁" (a vocabulary symbol, so never fused).
+Unknown characters are the exception: HF holds an unknown character's ``<unk>`` back until a
+vocabulary character or another unknown one comes (fusing them with ``fuse_unk``), so byte
+tokens of a later character can come out before it. So either no character can be unknown
+(``byte_fallback`` with all 256 byte tokens) or no byte fallback can overtake it and none
+fuse (``byte_fallback`` and ``fuse_unk`` off); otherwise chunks are split only at "▁" (a
+vocabulary symbol, which flushes a held ``<unk>`` in the whole text as at a chunk's end).
 
 Characters fall into a few classes (:data:`_CLASSES` and "other"); a pair of classes is
 *joinable* when P has a pair of characters of those classes. The chunk regex ends a chunk
@@ -28,7 +31,7 @@ vocabulary token holds such a "▁") and around each character of a class that n
 (digits, in Llama 2 and Mistral). A window holding any added token's text (raw or
 normalized) is left to HF (None), as HF splits those out before the model runs.
 
->>> SpaceWindow.build(doc, full, table)  # doctest: +SKIP
+>>> SpaceWindow.build(doc, window, table)  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -83,11 +86,12 @@ def joinable_classes(model: dict[str, Any]) -> set[tuple[int, int]] | None:
     """
     merged = _merge_strings(model)
     vocab = model.get("vocab") or {}
-    fallback = bool(model.get("byte_fallback")) and all(
-        f"<0x{b:02X}>" in vocab for b in range(256))
-    if merged is None or (model.get("fuse_unk") and not fallback):
+    every_byte = all(f"<0x{b:02X}>" in vocab for b in range(256))
+    if merged is None or (model.get("byte_fallback") and not every_byte) or (
+            model.get("fuse_unk") and not model.get("byte_fallback")):
         return None
-    return {(_class_of(a), _class_of(b)) for s in merged for a, b in pairwise(s)}
+    pairs = {pair for s in merged for pair in pairwise(s)}  # a few thousand, from 32K merges
+    return {(_class_of(a), _class_of(b)) for a, b in pairs}
 
 
 def _union(classes: set[int]) -> str:
@@ -140,23 +144,24 @@ def word_regex(joinable: set[tuple[int, int]] | None) -> re.Pattern[str]:
 class SpaceWindow:
     """Encode a mid-segment SentencePiece window like the window tokenizer, from cached chunks.
 
-    >>> SpaceWindow.build(doc, full, table).encode("\\u2581x = 1", 0)  # doctest: +SKIP
+    >>> SpaceWindow.build(doc, window, table).encode("\\u2581x = 1", 0)  # doctest: +SKIP
     """
 
-    def __init__(self, full: tokenizers.Tokenizer, added: re.Pattern[str] | None,
+    def __init__(self, window: tokenizers.Tokenizer, added: re.Pattern[str] | None,
                  words: re.Pattern[str], chunks: re.Pattern[str] | None,
                  table: list[int]) -> None:
-        self._model, self._added, self._table = full.model, added, table
+        self._model, self._added, self._table = window.model, added, table
         self._words, self._chunks = words.findall, chunks.findall if chunks else None
         self._cache: dict[str, _Value] = {}  # words and chunks: the BPE of each alone
 
     @classmethod
-    def build(cls, doc: dict[str, Any], full: tokenizers.Tokenizer,
+    def build(cls, doc: dict[str, Any], window: tokenizers.Tokenizer,
               table: list[int]) -> SpaceWindow:
-        """The chunk-wise encoder of a tokenizer whose plan is "space" (the caller checks)."""
+        """The chunk-wise encoder of a tokenizer whose plan is "space" (the caller checks);
+        ``window`` is the tokenizer without its start-of-input marker."""
         joinable = joinable_classes(doc.get("model") or {})
         chunks = chunk_regex(joinable) if joinable is not None else None
-        return cls(full, added_regex(doc), word_regex(joinable), chunks, table)
+        return cls(window, added_regex(doc), word_regex(joinable), chunks, table)
 
     def encode(self, text: str, a0: int) -> tuple[list[int], array[int]] | None:
         """Tokens of ``text[a0:]`` as a mid-segment window, or None (added-token text)."""
