@@ -18,7 +18,7 @@ from typing import Any
 from incremental_append import arg_parser, figures, resolve_tokenizer
 
 from ttftscope.tokenization import ChatSession, load_tokenizer
-from ttftscope.tokenization.boundary import common_prefix_len
+from ttftscope.tokenization.textscan import common_prefix_len
 from ttftscope.workload import agent_turn, build_context
 
 CHATML = (

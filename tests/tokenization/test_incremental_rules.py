@@ -13,15 +13,14 @@ from hypothesis import strategies as st
 from tokenizers import decoders, models, normalizers, pre_tokenizers, trainers
 
 from ttftscope.tokenization import IncrementalEncoder
-from ttftscope.tokenization.boundary import (
-    analyse,
+from ttftscope.tokenization.boundary import analyse, regex_is_local
+from ttftscope.tokenization.fixtures import mixed_text
+from ttftscope.tokenization.textscan import (
     char_class,
     common_prefix_len,
     last_run_start,
-    regex_is_local,
     word_start,
 )
-from ttftscope.tokenization.fixtures import mixed_text
 
 O200K_LIKE = (
     r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+"

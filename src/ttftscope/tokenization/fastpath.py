@@ -55,8 +55,8 @@ from typing import Any
 
 import tokenizers
 
-from ttftscope.tokenization.boundary import last_run_start
 from ttftscope.tokenization.regex_ascii import translate_ascii
+from ttftscope.tokenization.textscan import last_run_start
 
 _GPT2_REGEX = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"
 _NON_ASCII = re.compile(r"[^\x00-\x7f]")
