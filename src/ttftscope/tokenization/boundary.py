@@ -186,7 +186,7 @@ def analyse(doc: dict[str, Any]) -> Plan:
     elif removed:
         reasons.append("start-of-input marker removed for windows: " + ", ".join(removed))
     mode: Mode = "regex" if norm_ok and pre_ok and not removed else "verified"
-    if mode == "verified" and not marked_added and _space_split_ok(doc, reasons):
+    if mode == "verified" and _space_split_ok(doc, reasons):  # refuses normalized added
         mode = "space"
     window_json = json.dumps(window_doc) if removed and not marked_added else None
     return Plan(mode, composing, margin + 1, strip, window_json, tuple(reasons))

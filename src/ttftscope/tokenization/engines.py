@@ -23,7 +23,7 @@ import tokenizers
 
 from ttftscope.tokenization.boundary import Plan, analyse
 from ttftscope.tokenization.fastpath import FastWindow, bytes_to_unicode, shared_ints
-from ttftscope.tokenization.spacewindow import SpaceWindow
+from ttftscope.tokenization.spacewindow import SpaceWindow, has_every_byte_token
 
 # model settings a user can flip on a live tokenizer (the model's vocabulary is too big to read)
 _MODEL_FLAGS = ("dropout", "unk_token", "fuse_unk", "byte_fallback", "ignore_merges",
@@ -165,7 +165,7 @@ def _may_drop_characters(doc: dict[str, Any]) -> bool:
     if model.get("type") != "BPE" or model.get("unk_token") is not None:
         return False
     vocab = model.get("vocab") or {}
-    if model.get("byte_fallback") and all(f"<0x{b:02X}>" in vocab for b in range(256)):
+    if model.get("byte_fallback") and has_every_byte_token(vocab):
         return False
     pre = json.dumps(doc.get("pre_tokenizer"))
     byte_level = '"ByteLevel"' in pre and all(

@@ -78,6 +78,15 @@ def _merge_strings(model: dict[str, Any]) -> list[str] | None:
     return out
 
 
+def has_every_byte_token(vocab: dict[str, int]) -> bool:
+    """All 256 ``<0xNN>`` tokens, so byte fallback can spell any character.
+
+    >>> has_every_byte_token({})
+    False
+    """
+    return all(f"<0x{b:02X}>" in vocab for b in range(256))
+
+
 def joinable_classes(model: dict[str, Any]) -> set[tuple[int, int]] | None:
     """Class pairs that some merge joins; None when chunks must stay whole words.
 
@@ -85,8 +94,7 @@ def joinable_classes(model: dict[str, Any]) -> set[tuple[int, int]] | None:
     [(1, 3), (3, 1)]
     """
     merged = _merge_strings(model)
-    vocab = model.get("vocab") or {}
-    every_byte = all(f"<0x{b:02X}>" in vocab for b in range(256))
+    every_byte = has_every_byte_token(model.get("vocab") or {})
     if merged is None or (model.get("byte_fallback") and not every_byte) or (
             model.get("fuse_unk") and not model.get("byte_fallback")):
         return None
