@@ -42,16 +42,22 @@ def test_chunks_cut_only_between_classes_nothing_joins(
 
 
 @settings(max_examples=300, deadline=None, derandomize=True)
-@given(joinable=RELATIONS, text=TEXTS)
-def test_words_cut_before_marks_and_around_classes_nothing_touches(
-        joinable: set[tuple[int, int]], text: str) -> None:
-    joinable = {(a, b) for a, b in joinable if b != 0 or a == 0}  # the plan's "▁" proof
-    words = sw.word_regex(joinable).findall(text)
+@given(lone=st.text(alphabet="aZ07(,_\n\t", max_size=6), text=TEXTS)
+def test_words_cut_only_before_marks_and_around_lone_characters(lone: str, text: str) -> None:
+    words = sw.word_regex(lone).findall(text)
     assert "".join(words) == text
-    lone = {c for c in range(6) if not any(c in p for p in joinable)}
     for left, right in pairwise(words):
         a, b = left[-1], right[0]
-        assert (b == MARK and a != MARK) or _class(a) in lone or _class(b) in lone
+        assert (b == MARK and a != MARK) or a in lone or b in lone
+    # a lone character is a word of its own
+    assert all(len(w) == 1 for w in words if set(w) & set(lone))
+
+
+def test_lone_characters_are_those_no_merge_result_holds() -> None:
+    lone = sw.lone_characters({"merges": ["a (", "\n b"]})
+    assert not set("a(\nb") & set(lone)
+    assert "1" in lone and "\t" in lone and len(lone) == 124
+    assert sw.lone_characters({"merges": ["a b c"]}) == ""
 
 
 def _sentencepiece(merges: list[tuple[str, str]], *, byte_fallback: bool = True,
@@ -132,11 +138,11 @@ def test_merges_of_byte_tokens_keep_windows_in_words() -> None:
     assert sw.joinable_classes({"merges": ["a (", "1 x"]}) == {(1, 3), (2, 1)}
 
 
-def test_word_regex_splits_isolated_digits_in_real_sentencepiece(load_family: Any) -> None:
+def test_word_regex_splits_digits_and_line_feeds_in_real_sentencepiece(load_family: Any) -> None:
     space = engines_for(load_family("llama2")).space
     assert space is not None
     words = space._words(f"{MARK}n=4058):\n{MARK}x")
-    assert words == [f"{MARK}n=", "4", "0", "5", "8", "):\n", f"{MARK}x"]
+    assert words == [f"{MARK}n=", "4", "0", "5", "8", "):", "\n", f"{MARK}x"]
 
 
 def _exact_on_appends(hf: tokenizers.Tokenizer, pieces: list[str]) -> None:

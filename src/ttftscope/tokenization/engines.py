@@ -69,9 +69,10 @@ def fingerprint(main: tokenizers.Tokenizer) -> tuple[object, ...]:
     >>> fingerprint(tokenizers.Tokenizer(tokenizers.models.BPE()))[:5]
     (None, None, False, None, None)
     """
+    model = main.model  # one wrapper for all flags: each fetch is a cold call after a full encode
     return (main.truncation, main.padding, bool(getattr(main, "encode_special_tokens", False)),
             _state(main.normalizer), _state(main.pre_tokenizer),
-            tuple(getattr(main.model, flag, None) for flag in _MODEL_FLAGS))
+            tuple(getattr(model, flag, None) for flag in _MODEL_FLAGS))
 
 
 def new_token_ids(main: tokenizers.Tokenizer) -> tuple[int, ...]:

@@ -27,8 +27,8 @@ Characters fall into a few classes (:data:`_CLASSES` and "other"); a pair of cla
 wherever the next character's class is not joinable with the current one, so each cut is a
 position proven safe above. Words are looked up first and only unseen words are split
 further; words are split before every "▁" that follows another character (the plan proved no
-vocabulary token holds such a "▁") and around each character of a class that nothing joins
-(digits, in Llama 2 and Mistral). A window holding any added token's text (raw or
+vocabulary token holds such a "▁") and around each ASCII character no merge result holds
+(digits and line feed, in Llama 2 and Mistral). A window holding any added token's text (raw or
 normalized) is left to HF (None), as HF splits those out before the model runs.
 
 >>> SpaceWindow.build(doc, window, table)  # doctest: +SKIP
@@ -131,21 +131,32 @@ def chunk_regex(joinable: set[tuple[int, int]]) -> re.Pattern[str]:
     return re.compile(f"{loop}(?:{'|'.join(runs)})", re.DOTALL)
 
 
-def word_regex(joinable: set[tuple[int, int]] | None) -> re.Pattern[str]:
+def lone_characters(model: dict[str, Any]) -> str:
+    """ASCII characters that no merge result holds (digits and line feed, in Llama 2): no
+    merge joins them to anything, so both sides of each are safe cuts.
+
+    >>> "a" in lone_characters({"merges": ["a b"]}), "7" in lone_characters({})
+    (False, True)
+    """
+    merged = _merge_strings(model)
+    if merged is None:
+        return ""
+    held = set("".join(merged))
+    return "".join(chr(c) for c in range(128) if chr(c) not in held)
+
+
+def word_regex(lone: str) -> re.Pattern[str]:
     """Words: split before each "▁" that follows another character (the plan's proof) and
-    around each character of a class that nothing joins (digits, in Llama 2).
+    around each ``lone`` character (see :func:`lone_characters`).
 
     Coarser than chunks, so a window is fewer, mostly cached, pieces.
 
-    >>> word_regex({(0, 1), (1, 1), (3, 3), (4, 4), (5, 5)}).findall("\u2581ab12\u2581\u25813")
-    ['\u2581ab', '1', '2', '\u2581\u2581', '3']
+    >>> word_regex("123;").findall("\u2581ab12\u2581\u25813;")
+    ['\u2581ab', '1', '2', '\u2581\u2581', '3', ';']
     """
-    # "▁" has its own rule; "other" is a negated set, which cannot be nested in a class
-    lone = {c for c in range(1, _OTHER)
-            if joinable is not None and not any(c in pair for pair in joinable)}
     if not lone:
         return re.compile("\u2581*[^\u2581]+|\u2581+")
-    inner = _union(lone)[1:-1]
+    inner = "".join(f"\\x{ord(c):02x}" for c in lone)
     return re.compile(f"\u2581*[^\u2581{inner}]+|\u2581+|[{inner}]")
 
 
@@ -167,9 +178,11 @@ class SpaceWindow:
               table: list[int]) -> SpaceWindow:
         """The chunk-wise encoder of a tokenizer whose plan is "space" (the caller checks);
         ``window`` is the tokenizer without its start-of-input marker."""
-        joinable = joinable_classes(doc.get("model") or {})
+        model = doc.get("model") or {}
+        joinable = joinable_classes(model)
         chunks = chunk_regex(joinable) if joinable is not None else None
-        return cls(window, added_regex(doc), word_regex(joinable), chunks, table)
+        lone = lone_characters(model) if joinable is not None else ""
+        return cls(window, added_regex(doc), word_regex(lone), chunks, table)
 
     def encode(self, text: str, a0: int) -> tuple[list[int], array[int]] | None:
         """Tokens of ``text[a0:]`` as a mid-segment window, or None (added-token text)."""
