@@ -186,3 +186,13 @@ def test_model_flags_flipped_on_a_live_tokenizer_are_noticed() -> None:
     hf.model.byte_fallback = False
     text = "ab ab $é ab a$é"
     assert enc.encode(text) == hf.encode(text, add_special_tokens=False).ids
+
+
+def test_a_model_replaced_on_a_live_tokenizer_is_noticed() -> None:
+    """The new model has the same type and flags and fewer merges: only its size differs."""
+    hf = _sentencepiece(CROSSING)
+    enc = IncrementalEncoder(hf)
+    enc.encode("ab a(12 ab")
+    hf.model = _sentencepiece(CROSSING[:3]).model
+    text = "ab a(12 ab a(123"
+    assert enc.encode(text) == hf.encode(text, add_special_tokens=False).ids

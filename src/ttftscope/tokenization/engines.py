@@ -66,12 +66,13 @@ class Engines:
 def fingerprint(main: tokenizers.Tokenizer) -> tuple[object, ...]:
     """Settings a user can change on a live tokenizer that change its ids; about 1 µs to read.
 
-    >>> fingerprint(tokenizers.Tokenizer(tokenizers.models.BPE()))[:5]
-    (None, None, False, None, None)
+    >>> fingerprint(tokenizers.Tokenizer(tokenizers.models.BPE()))[:7]
+    (None, None, False, None, None, <class 'tokenizers.models.BPE'>, 0)
     """
     model = main.model  # one wrapper for all flags: each fetch is a cold call after a full encode
     return (main.truncation, main.padding, bool(getattr(main, "encode_special_tokens", False)),
-            _state(main.normalizer), _state(main.pre_tokenizer),
+            _state(main.normalizer), _state(main.pre_tokenizer), type(model),
+            main.get_vocab_size(with_added_tokens=False),  # a replaced model, larger or smaller
             tuple(getattr(model, flag, None) for flag in _MODEL_FLAGS))
 
 

@@ -120,9 +120,10 @@ class IncrementalEncoder:
     next call (or :meth:`flush`): checks and mismatches are counted in ``stats`` and a mismatch
     drops the cache, so the next call is a full encode. One encoder holds one conversation's
     state and is not thread-safe; use one per session. A tokenizer reconfigured while in use
-    (tokens added, truncation, normalizer, pre-tokenizer, model flags) is noticed at the next
-    call; adding a text the vocabulary already has, or changing an added token's flags, only
-    by encoders created afterwards (reading those costs ~0.2 ms per call).
+    (tokens added, truncation, normalizer, pre-tokenizer, model type, size or flags) is noticed
+    at the next call; adding a text the vocabulary already has, changing an added token's
+    flags, or swapping in a model of the same type, size and flags, only by encoders created
+    afterwards (reading those costs ~0.2 ms per call, or a model's whole vocabulary).
 
     >>> enc = IncrementalEncoder(load_tokenizer("o200k"))  # doctest: +SKIP
     >>> enc.encode("def f():\\n") == load_tokenizer("o200k").encode("def f():\\n")  # doctest: +SKIP
