@@ -70,7 +70,7 @@ def _merge_strings(model: dict[str, Any]) -> list[str] | None:
     unk = model.get("unk_token")
     for merge in model.get("merges") or []:
         parts = merge.split(" ") if isinstance(merge, str) else merge
-        if not isinstance(parts, list) or len(parts) != 2:
+        if not isinstance(parts, list) or len(parts) != 2 or "" in parts:
             return None
         if any(_BYTE_TOKEN.fullmatch(p) or p == unk for p in parts):
             return None
@@ -87,18 +87,28 @@ def has_every_byte_token(vocab: dict[str, int]) -> bool:
     return all(f"<0x{b:02X}>" in vocab for b in range(256))
 
 
-def joinable_classes(model: dict[str, Any]) -> set[tuple[int, int]] | None:
-    """Class pairs that some merge joins; None when chunks must stay whole words.
+def merge_pairs(model: dict[str, Any]) -> set[tuple[str, str]] | None:
+    """Adjacent characters inside merge results (``left + right``): the pairs P of the module
+    docstring. None when chunks must stay whole words (an unread merge form, or an ``<unk>``
+    HF may hold back).
 
-    >>> sorted(joinable_classes({"merges": ["a (", "( b"], "vocab": {}}))
-    [(1, 3), (3, 1)]
+    >>> sorted(merge_pairs({"merges": ["a (", "( b"], "vocab": {}}))
+    [('(', 'b'), ('a', '(')]
     """
     merged = _merge_strings(model)
     every_byte = has_every_byte_token(model.get("vocab") or {})
     if merged is None or (model.get("byte_fallback") and not every_byte) or (
             model.get("fuse_unk") and not model.get("byte_fallback")):
         return None
-    pairs = {pair for s in merged for pair in pairwise(s)}  # a few thousand, from 32K merges
+    return {pair for s in merged for pair in pairwise(s)}  # a few thousand, from 32K merges
+
+
+def joinable_classes(pairs: set[tuple[str, str]]) -> set[tuple[int, int]]:
+    """Class pairs that some merge joins.
+
+    >>> sorted(joinable_classes({("a", "("), ("(", "b")}))
+    [(1, 3), (3, 1)]
+    """
     return {(_class_of(a), _class_of(b)) for a, b in pairs}
 
 
@@ -131,17 +141,15 @@ def chunk_regex(joinable: set[tuple[int, int]]) -> re.Pattern[str]:
     return re.compile(f"{loop}(?:{'|'.join(runs)})", re.DOTALL)
 
 
-def lone_characters(model: dict[str, Any]) -> str:
-    """ASCII characters that no merge result holds (digits and line feed, in Llama 2): no
-    merge joins them to anything, so both sides of each are safe cuts.
+def lone_characters(pairs: set[tuple[str, str]]) -> str:
+    """ASCII characters in no merge result (digits and line feed, in Llama 2): no merge joins
+    them to anything, so both sides of each are safe cuts. Every merge result has two or more
+    characters, so its characters are exactly those of its pairs.
 
-    >>> "a" in lone_characters({"merges": ["a b"]}), "7" in lone_characters({})
+    >>> "a" in lone_characters({("a", "b")}), "7" in lone_characters(set())
     (False, True)
     """
-    merged = _merge_strings(model)
-    if merged is None:
-        return ""
-    held = set("".join(merged))
+    held = {ch for pair in pairs for ch in pair}
     return "".join(chr(c) for c in range(128) if chr(c) not in held)
 
 
@@ -178,11 +186,11 @@ class SpaceWindow:
               table: list[int]) -> SpaceWindow:
         """The chunk-wise encoder of a tokenizer whose plan is "space" (the caller checks);
         ``window`` is the tokenizer without its start-of-input marker."""
-        model = doc.get("model") or {}
-        joinable = joinable_classes(model)
-        chunks = chunk_regex(joinable) if joinable is not None else None
-        lone = lone_characters(model) if joinable is not None else ""
-        return cls(window, added_regex(doc), word_regex(lone), chunks, table)
+        pairs = merge_pairs(doc.get("model") or {})
+        if pairs is None:
+            return cls(window, added_regex(doc), word_regex(""), None, table)
+        chunks = chunk_regex(joinable_classes(pairs))
+        return cls(window, added_regex(doc), word_regex(lone_characters(pairs)), chunks, table)
 
     def encode(self, text: str, a0: int) -> tuple[list[int], array[int]] | None:
         """Tokens of ``text[a0:]`` as a mid-segment window, or None (added-token text)."""
