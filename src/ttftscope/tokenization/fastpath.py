@@ -56,13 +56,12 @@ from typing import Any
 import tokenizers
 
 from ttftscope.tokenization.regex_ascii import translate_ascii
-from ttftscope.tokenization.textscan import last_run_start
+from ttftscope.tokenization.textscan import RUN_CAP, last_run_start
 
 _GPT2_REGEX = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"
 _NON_ASCII = re.compile(r"[^\x00-\x7f]")
 _MIN_ASCII = 24  # shortest ASCII stretch worth leaving HF for
 _CACHE_CAP = 1 << 16
-_RUN_CAP = 4096
 _FIRST, _SECOND, _THIRD = (operator.itemgetter(i) for i in range(3))
 
 
@@ -247,7 +246,7 @@ class FastWindow:
         stop = end
         if not final:
             starts = list(accumulate(map(len, pieces), initial=pos))
-            q = last_run_start(w, end, _RUN_CAP)
+            q = last_run_start(w, end, RUN_CAP)
             j = bisect_right(starts, q - 2) - 1 if q >= 0 else 0
             if j < 1:
                 return None
@@ -313,7 +312,7 @@ class FastWindow:
     def _hf_cut(self, w: str, pos: int, z: int, flags: list[bool],
                 offsets: list[tuple[int, int]]) -> int:
         """Index of the first token after the proven boundary in an HF stretch (0: none)."""
-        q = last_run_start(w, z, _RUN_CAP)
+        q = last_run_start(w, z, RUN_CAP)
         if q < 0:
             return 0
         k = bisect_right(offsets, (q - 2 - pos, 1 << 62)) - 1

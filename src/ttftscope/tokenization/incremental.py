@@ -79,6 +79,7 @@ from ttftscope.tokenization.engines import Engines, HasHF, engines_for
 from ttftscope.tokenization.fastpath import shared_ints
 from ttftscope.tokenization.shadow import ShadowChecks
 from ttftscope.tokenization.textscan import (
+    RUN_CAP,
     agreement,
     common_prefix_len,
     last_ascii,
@@ -87,7 +88,6 @@ from ttftscope.tokenization.textscan import (
     word_start,
 )
 
-_RUN_CAP = 4096  # longest trailing same-class run searched before giving up (full encode)
 _PIECE_CAP = 512  # most tokens walked back to find a piece start
 
 @dataclass
@@ -301,8 +301,8 @@ class IncrementalEncoder:
         assert old is not None
         ends = self._ends
         target = self._target(c, c, 1)
-        a = word_start(old, target, _RUN_CAP) if target > 0 else -1
-        a0 = word_start(old, a - 1, _RUN_CAP) if a > 1 else -1
+        a = word_start(old, target, RUN_CAP) if target > 0 else -1
+        a0 = word_start(old, a - 1, RUN_CAP) if a > 1 else -1
         if a0 <= 0:
             return None
         k, k0 = bisect_right(ends, 2 * a + 1), bisect_right(ends, 2 * a0 + 1)
@@ -325,7 +325,7 @@ class IncrementalEncoder:
         plan = self._eng.plan
         target = min(horizon, c - plan.added_margin) - extra
         if plan.strip_tokens and c > 0 and old[c - 1].isspace():
-            ws = last_run_start(old, c, _RUN_CAP)
+            ws = last_run_start(old, c, RUN_CAP)
             target = min(target, ws - plan.added_margin) if ws >= 0 else -1
         return target
 
@@ -335,8 +335,8 @@ class IncrementalEncoder:
         ends = self._ends
         c_eff = c
         if self._eng.plan.composing:
-            c_eff = last_ascii(old, c, _RUN_CAP)
-        q = last_run_start(old, c_eff, _RUN_CAP) if c_eff > 0 else -1
+            c_eff = last_ascii(old, c, RUN_CAP)
+        q = last_run_start(old, c_eff, RUN_CAP) if c_eff > 0 else -1
         target = self._target(c, q - 2, 0) if q >= 0 else -1
         if target <= 0:
             return None

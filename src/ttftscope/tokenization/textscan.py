@@ -14,6 +14,8 @@ from array import array
 
 from ttftscope.tokenization.boundary import SPACE_MARK
 
+RUN_CAP = 4096  # longest trailing same-class run searched before giving up (full encode)
+
 # --- character classes -----------------------------------------------------------------------
 # Coarse classes of the read-horizon argument: letters+marks, numbers, white space, other.
 # Characters whose class may differ between Python and the regex engine (C0 separators, NEL,
