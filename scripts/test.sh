@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# The whole test suite: lint, types, unit tests, tokenizer matrix, and the real-vLLM tier.
+# The whole test suite: lint, format, types, layers, unit tests, tokenizer matrix, real vLLM.
 source "$(dirname "$0")/_venv.sh"
 echo "== ruff";  .venv/bin/ruff check src tests benchmarks
-echo "== mypy";  .venv/bin/mypy
+echo "== ruff format"; .venv/bin/ruff format --check -q src tests benchmarks
+echo "== mypy (src and tests)";  .venv/bin/mypy
+echo "== import layers"
+layers=$(.venv/bin/lint-imports --no-cache 2>&1) || { echo "$layers"; exit 1; }
+echo "$layers" | tail -n 1
 echo "== local vLLM (install + tiny model; cached after the first run)"
 .venv/bin/ttftscope local-server install
 echo "== pytest"

@@ -1,13 +1,11 @@
-"""Shared test set-up: make ``tests/`` importable so subfolders can use ``faultserver``."""
+"""Fixtures shared by every test folder (``tests`` is a package: helpers import as
+``tests.faultserver``)."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parent))
 
 
 @pytest.fixture

@@ -85,8 +85,13 @@ class FaultServer:
 
     def __enter__(self) -> FaultServer:
         config = uvicorn.Config(
-            _app(self), host="127.0.0.1", port=0, log_level="critical", lifespan="off",
-            timeout_graceful_shutdown=1, http="h11",
+            _app(self),
+            host="127.0.0.1",
+            port=0,
+            log_level="critical",
+            lifespan="off",
+            timeout_graceful_shutdown=1,
+            http="h11",
         )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, daemon=True)
@@ -125,8 +130,13 @@ def _error_body(message: str, kind: str, code: int) -> dict[str, object]:
 
 def _chunk(kind: str, model: str, **choice: object) -> dict[str, object]:
     obj = "chat.completion.chunk" if kind == "chat" else "text_completion"
-    return {"id": "cmpl-1", "object": obj, "created": 1, "model": model,
-            "choices": [{"index": 0, "finish_reason": None, **choice}]}
+    return {
+        "id": "cmpl-1",
+        "object": obj,
+        "created": 1,
+        "model": model,
+        "choices": [{"index": 0, "finish_reason": None, **choice}],
+    }
 
 
 def _stream_parts(opts: FaultOptions, kind: str, model: str) -> list[bytes]:
@@ -139,9 +149,11 @@ def _stream_parts(opts: FaultOptions, kind: str, model: str) -> list[bytes]:
         fr = "stop" if last else None
         payload = {"delta": {"content": piece}} if kind == "chat" else {"text": piece}
         parts.append(_sse(_chunk(kind, model, finish_reason=fr, **payload)))
-    usage: dict[str, object] = {"prompt_tokens": opts.prompt_tokens,
-                                "completion_tokens": len(opts.content),
-                                "total_tokens": opts.prompt_tokens + len(opts.content)}
+    usage: dict[str, object] = {
+        "prompt_tokens": opts.prompt_tokens,
+        "completion_tokens": len(opts.content),
+        "total_tokens": opts.prompt_tokens + len(opts.content),
+    }
     if opts.cached_tokens is not None:
         usage["prompt_tokens_details"] = {"cached_tokens": opts.cached_tokens}
     parts.append(_sse({"id": "cmpl-1", "model": model, "choices": [], "usage": usage}))
@@ -154,8 +166,9 @@ def _app(srv: FaultServer) -> Starlette:
 
     async def capture(request: Request) -> bytes:
         body = await request.body()
-        srv.requests.append(CapturedRequest(request.method, request.url.path,
-                                            dict(request.headers), body))
+        srv.requests.append(
+            CapturedRequest(request.method, request.url.path, dict(request.headers), body)
+        )
         return body
 
     async def models(request: Request) -> Response:
@@ -185,14 +198,15 @@ def _app(srv: FaultServer) -> Starlette:
             return JSONResponse(_error_body(msg, "NotFoundError", 404), status_code=404)
         if not payload.get("stream"):
             return JSONResponse(_full_answer(opts, kind, model))
-        return StreamingResponse(_body(scenario, opts, kind, model),
-                                 media_type="text/event-stream")
+        return StreamingResponse(_body(scenario, opts, kind, model), media_type="text/event-stream")
 
-    return Starlette(routes=[
-        Route("/{scenario}/v1/models", models, methods=["GET"]),
-        Route("/{scenario}/v1/chat/completions", completions, methods=["POST"]),
-        Route("/{scenario}/v1/completions", completions, methods=["POST"]),
-    ])
+    return Starlette(
+        routes=[
+            Route("/{scenario}/v1/models", models, methods=["GET"]),
+            Route("/{scenario}/v1/chat/completions", completions, methods=["POST"]),
+            Route("/{scenario}/v1/completions", completions, methods=["POST"]),
+        ]
+    )
 
 
 _STATUS_FAULTS = {"rate_limited", "server_error", "unauthorized"}
@@ -200,11 +214,13 @@ _STATUS_FAULTS = {"rate_limited", "server_error", "unauthorized"}
 
 def _status_fault(scenario: str, request: Request, opts: FaultOptions) -> Response:
     if scenario == "rate_limited":
-        return JSONResponse(_error_body("Too many requests", "RateLimitError", 429),
-                            status_code=429, headers={"Retry-After": opts.retry_after})
+        return JSONResponse(
+            _error_body("Too many requests", "RateLimitError", 429),
+            status_code=429,
+            headers={"Retry-After": opts.retry_after},
+        )
     if scenario == "server_error":
-        return JSONResponse(_error_body("engine dead", "InternalServerError", 500),
-                            status_code=500)
+        return JSONResponse(_error_body("engine dead", "InternalServerError", 500), status_code=500)
     auth = request.headers.get("authorization", "")
     msg = f"Incorrect API key provided: {auth.removeprefix('Bearer ')}"
     return JSONResponse(_error_body(msg, "AuthenticationError", 401), status_code=401)
@@ -217,8 +233,13 @@ def _full_answer(opts: FaultOptions, kind: str, model: str) -> dict[str, object]
         choice["message"] = {"role": "assistant", "content": text}
     else:
         choice["text"] = text
-    return {"id": "cmpl-1", "object": "chat.completion", "model": model, "choices": [choice],
-            "usage": {"prompt_tokens": opts.prompt_tokens, "completion_tokens": 3}}
+    return {
+        "id": "cmpl-1",
+        "object": "chat.completion",
+        "model": model,
+        "choices": [choice],
+        "usage": {"prompt_tokens": opts.prompt_tokens, "completion_tokens": 3},
+    }
 
 
 async def _body(scenario: str, opts: FaultOptions, kind: str, model: str) -> AsyncIterator[bytes]:

@@ -10,17 +10,38 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).parent.parent
-FIELDS = {"tokenizer", "context_tokens", "appends", "full_ms_median", "incremental_ms_median",
-          "append_only_ms_median", "speedup", "overhead_vs_append_only", "mismatches",
-          "bytes_per_cached_token"}
+FIELDS = {
+    "tokenizer",
+    "context_tokens",
+    "appends",
+    "full_ms_median",
+    "incremental_ms_median",
+    "append_only_ms_median",
+    "speedup",
+    "overhead_vs_append_only",
+    "mismatches",
+    "bytes_per_cached_token",
+}
 
 
 @pytest.mark.parametrize("script", ["incremental_append.py", "chat_session.py"])
 def test_benchmark_prints_one_json_line_with_every_field(script: str) -> None:
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / script), "--tokenizer", "cl100k",
-         "--appends", "3", "--tokens", "3000"],
-        capture_output=True, text=True, timeout=600, check=False)
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / script),
+            "--tokenizer",
+            "cl100k",
+            "--appends",
+            "3",
+            "--tokens",
+            "3000",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert result.keys() >= FIELDS

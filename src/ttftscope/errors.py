@@ -4,23 +4,61 @@ Tree::
 
     TtftscopeError                  exit code 1 unless a subclass says otherwise
     ├── ConfigError                 bad config file, key, type, value or profile (exit 2)
-    ├── RequestError                a request to the server failed (exit 3..12, by kind)
-    │   ├── ConnectError            connection refused (4) / DNS failure (16) / TLS error (17)
+    ├── ServerRequestError          a request to the server failed (exit 3..12, by kind)
+    │   ├── ServerUnreachable       connection refused (4) / DNS failure (16) / TLS error (17)
     │   ├── RequestTimeout          no answer within api.timeout_seconds
-    │   ├── HTTPStatusError         4xx/5xx (AuthError, ModelNotFound, RateLimited, ServerError)
+    │   ├── ServerStatusError       4xx/5xx (AuthError, ModelNotFound, RateLimited, ServerError)
     │   ├── BadResponse             not JSON / HTML / not an OpenAI-style answer
-    │   └── StreamError             stream dropped mid-way or an error event in-stream
+    │   └── StreamBroken            stream dropped mid-way or an error event in-stream
     ├── MetricsError                /metrics unreachable or unparsable
     ├── TokenizerError              tokenizer file missing, unreadable or unsupported
     └── LocalServerError            local vLLM could not be installed, built, started or stopped
 
-Messages never contain API keys: callers pass text through :func:`ttftscope.config.redact_text`
-where a key could appear (URLs, headers, server echoes).
+The names differ from httpx's (``RequestError``, ``ConnectError``, ``HTTPStatusError``,
+``StreamError``) so code that handles both reads unambiguously. Every request failure has a
+:class:`FailureKind`; :func:`error_for` maps a kind to its exception (and so its exit code).
+
+Messages never contain API keys: callers pass text through
+:func:`ttftscope.config.redact.redact_text` where a key could appear (URLs, headers, server
+echoes).
 """
 
 from __future__ import annotations
 
-from typing import ClassVar
+from enum import StrEnum
+
+
+class FailureKind(StrEnum):
+    """Why a request failed: stable labels, stored in records as their string values.
+
+    >>> FailureKind("rate_limited") is FailureKind.RATE_LIMITED, str(FailureKind.TIMEOUT)
+    (True, 'timeout')
+    """
+
+    CONNECTION_REFUSED = "connection_refused"
+    CONNECT_ERROR = "connect_error"
+    DNS_FAILURE = "dns_failure"
+    TLS_ERROR = "tls_error"
+    TIMEOUT = "timeout"
+    HTTP_ERROR = "http_error"
+    AUTH_ERROR = "auth_error"
+    NOT_FOUND = "not_found"
+    RATE_LIMITED = "rate_limited"
+    SERVER_ERROR = "server_error"
+    BAD_RESPONSE = "bad_response"
+    STREAM_ERROR = "stream_error"
+    REQUEST_ERROR = "request_error"
+
+
+# No HTTP exchange happened: these are ServerUnreachable, each kind with its own exit code.
+UNREACHABLE_KINDS: frozenset[FailureKind] = frozenset(
+    {
+        FailureKind.CONNECTION_REFUSED,
+        FailureKind.CONNECT_ERROR,
+        FailureKind.DNS_FAILURE,
+        FailureKind.TLS_ERROR,
+    }
+)
 
 
 class TtftscopeError(Exception):
@@ -39,112 +77,214 @@ class TtftscopeError(Exception):
 
 
 class ConfigError(TtftscopeError):
-    """Configuration could not be loaded or is invalid."""
+    """Configuration could not be loaded or is invalid.
+
+    >>> ConfigError("bad key", hint="remove it").exit_code
+    2
+    """
 
     exit_code = 2
 
 
-class RequestError(TtftscopeError):
-    """A request to the server failed; ``kind`` is a stable machine-readable label."""
+class ServerRequestError(TtftscopeError):
+    """A request to the server failed; ``kind`` is a stable machine-readable label.
+
+    >>> str(ServerRequestError("failed").kind), ServerRequestError("failed").exit_code
+    ('request_error', 3)
+    """
 
     exit_code = 3
-    kind: str = "request_error"
+    kind: FailureKind = FailureKind.REQUEST_ERROR
 
 
-class ConnectError(RequestError):
-    """No HTTP exchange happened; ``kind`` says why, and each kind has its own exit code."""
+_UNREACHABLE_EXIT = {FailureKind.DNS_FAILURE: 16, FailureKind.TLS_ERROR: 17}
+
+
+class ServerUnreachable(ServerRequestError):
+    """No HTTP exchange happened; ``kind`` says why, and each kind has its own exit code.
+
+    >>> ServerUnreachable("x", kind=FailureKind.DNS_FAILURE).exit_code
+    16
+    """
 
     exit_code = 4
-    kind = "connect_error"
-    EXIT_CODES: ClassVar[dict[str, int]] = {
-        "connection_refused": 4, "connect_error": 4, "dns_failure": 16, "tls_error": 17}
+    kind = FailureKind.CONNECT_ERROR
 
-    def __init__(self, message: str, *, hint: str | None = None, kind: str = "connect_error"):
+    def __init__(
+        self,
+        message: str,
+        *,
+        hint: str | None = None,
+        kind: FailureKind = FailureKind.CONNECT_ERROR,
+    ) -> None:
         super().__init__(message, hint=hint)
         self.kind = kind
-        self.exit_code = self.EXIT_CODES.get(kind, 4)
+        self.exit_code = _UNREACHABLE_EXIT.get(kind, 4)
 
 
-class RequestTimeout(RequestError):
-    """No answer (or no next byte of the stream) within api.timeout_seconds."""
+class RequestTimeout(ServerRequestError):
+    """No answer (or no next byte of the stream) within api.timeout_seconds.
+
+    >>> RequestTimeout("slow").exit_code
+    5
+    """
 
     exit_code = 5
-    kind = "timeout"
+    kind = FailureKind.TIMEOUT
 
 
-class HTTPStatusError(RequestError):
-    """The server answered with an error status."""
+class ServerStatusError(ServerRequestError):
+    """The server answered with an error status.
+
+    >>> ServerStatusError("HTTP 400", status=400).status
+    400
+    """
 
     exit_code = 6
-    kind = "http_error"
+    kind = FailureKind.HTTP_ERROR
 
     def __init__(self, message: str, *, status: int, hint: str | None = None) -> None:
         super().__init__(message, hint=hint)
         self.status = status
 
 
-class AuthError(HTTPStatusError):
-    """401/403: the key is missing, wrong or not allowed this model."""
+class AuthError(ServerStatusError):
+    """401/403: the key is missing, wrong or not allowed this model.
+
+    >>> AuthError("HTTP 401", status=401).exit_code
+    7
+    """
 
     exit_code = 7
-    kind = "auth_error"
+    kind = FailureKind.AUTH_ERROR
 
 
-class ModelNotFound(HTTPStatusError):
-    """404: usually a model name the server does not serve."""
+class ModelNotFound(ServerStatusError):
+    """404: usually a model name the server does not serve.
+
+    >>> ModelNotFound("HTTP 404", status=404).exit_code
+    8
+    """
 
     exit_code = 8
-    kind = "not_found"
+    kind = FailureKind.NOT_FOUND
 
 
-class RateLimited(HTTPStatusError):
-    """429: the server or a gateway in front of it is throttling; keeps Retry-After."""
+class RateLimited(ServerStatusError):
+    """429: the server or a gateway in front of it is throttling; keeps Retry-After.
+
+    >>> RateLimited("HTTP 429", retry_after="3").retry_after
+    '3'
+    """
 
     exit_code = 9
-    kind = "rate_limited"
+    kind = FailureKind.RATE_LIMITED
 
     def __init__(
-        self, message: str, *, status: int = 429, retry_after: str | None = None,
+        self,
+        message: str,
+        *,
+        status: int = 429,
+        retry_after: str | None = None,
         hint: str | None = None,
     ) -> None:
         super().__init__(message, status=status, hint=hint)
         self.retry_after = retry_after
 
 
-class ServerError(HTTPStatusError):
-    """5xx: the server failed; its log says why."""
+class ServerError(ServerStatusError):
+    """5xx: the server failed; its log says why.
+
+    >>> ServerError("HTTP 500", status=500).exit_code
+    10
+    """
 
     exit_code = 10
-    kind = "server_error"
+    kind = FailureKind.SERVER_ERROR
 
 
-class BadResponse(RequestError):
-    """An answer that is not an OpenAI-compatible API (HTML, non-JSON, missing fields)."""
+class BadResponse(ServerRequestError):
+    """An answer that is not an OpenAI-compatible API (HTML, non-JSON, missing fields).
+
+    >>> BadResponse("an HTML page").exit_code
+    11
+    """
 
     exit_code = 11
-    kind = "bad_response"
+    kind = FailureKind.BAD_RESPONSE
 
 
-class StreamError(RequestError):
-    """The stream broke off or carried an error event."""
+class StreamBroken(ServerRequestError):
+    """The stream broke off or carried an error event.
+
+    >>> StreamBroken("dropped").exit_code
+    12
+    """
 
     exit_code = 12
-    kind = "stream_error"
+    kind = FailureKind.STREAM_ERROR
 
 
 class MetricsError(TtftscopeError):
-    """/metrics unreachable, missing or unparsable."""
+    """/metrics unreachable, missing or unparsable.
+
+    >>> MetricsError("no /metrics").exit_code
+    13
+    """
 
     exit_code = 13
 
 
 class TokenizerError(TtftscopeError):
-    """A tokenizer file is missing, unreadable or of an unsupported kind."""
+    """A tokenizer file is missing, unreadable or of an unsupported kind.
+
+    >>> TokenizerError("no tokenizer.json").exit_code
+    14
+    """
 
     exit_code = 14
 
 
 class LocalServerError(TtftscopeError):
-    """The local vLLM could not be installed, built, started or stopped."""
+    """The local vLLM could not be installed, built, started or stopped.
+
+    >>> LocalServerError("did not start").exit_code
+    15
+    """
 
     exit_code = 15
+
+
+_STATUS_ERRORS: dict[FailureKind, type[ServerStatusError]] = {
+    FailureKind.AUTH_ERROR: AuthError,
+    FailureKind.NOT_FOUND: ModelNotFound,
+    FailureKind.SERVER_ERROR: ServerError,
+    FailureKind.HTTP_ERROR: ServerStatusError,
+}
+_OTHER_ERRORS: dict[FailureKind, type[ServerRequestError]] = {
+    FailureKind.TIMEOUT: RequestTimeout,
+    FailureKind.BAD_RESPONSE: BadResponse,
+    FailureKind.STREAM_ERROR: StreamBroken,
+}
+
+
+def error_for(
+    kind: FailureKind,
+    message: str,
+    *,
+    hint: str | None = None,
+    status: int | None = None,
+    retry_after: str | None = None,
+) -> ServerRequestError:
+    """The exception (and so the exit code) for a classified request failure.
+
+    >>> error_for(FailureKind.RATE_LIMITED, "slow down", retry_after="3").exit_code
+    9
+    """
+    if kind in UNREACHABLE_KINDS:
+        return ServerUnreachable(message, hint=hint, kind=kind)
+    if kind is FailureKind.RATE_LIMITED:
+        return RateLimited(message, status=status or 429, retry_after=retry_after, hint=hint)
+    if kind in _STATUS_ERRORS:
+        return _STATUS_ERRORS[kind](message, status=status or 0, hint=hint)
+    return _OTHER_ERRORS.get(kind, ServerRequestError)(message, hint=hint)

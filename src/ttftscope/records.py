@@ -13,11 +13,13 @@ from typing import IO, Literal
 
 from pydantic import BaseModel, Field
 
-from ttftscope.errors import ConfigError
+from ttftscope.errors import ConfigError, FailureKind
 
 SCHEMA_VERSION = 1
 
 Phase = Literal["warmup", "cold", "warm"]
+# chat: chat text to /v1/chat/completions; text / ids: the A/B pair on /v1/completions
+Variant = Literal["chat", "text", "ids"]
 
 
 class ProbeRecord(BaseModel):
@@ -30,12 +32,12 @@ class ProbeRecord(BaseModel):
     schema_version: int = SCHEMA_VERSION
     run_id: str
     index: int
-    variant: str  # chat | text | ids
+    variant: Variant
     phase: Phase
     context_tokens_target: int = 0
     ok: bool
     status: int | None = None
-    error_kind: str | None = None
+    error_kind: FailureKind | None = None
     error: str | None = None
     retry_after: str | None = None
     model: str | None = None
@@ -84,8 +86,10 @@ class RecordWriter:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._fh: IO[str] = path.open("a", encoding="utf-8")
         except OSError as exc:
-            raise ConfigError(f"cannot write records to {path}: {exc.strerror}",
-                              hint="pick a writable --result-dir") from None
+            raise ConfigError(
+                f"cannot write records to {path}: {exc.strerror}",
+                hint="pick a writable --result-dir",
+            ) from None
         self.path = path
         self.exclude = exclude or set()
 

@@ -10,11 +10,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from ttftscope import localserver
-from ttftscope.localserver import LocalServer
+from ttftscope.localserver import process
+from ttftscope.localserver.state import LocalServer
 
 
 @pytest.fixture(scope="session")
 def vllm() -> Iterator[LocalServer]:
-    with localserver.running_server(wait_s=600) as server:
+    with process.running_server(wait_s=600) as server:
         yield server

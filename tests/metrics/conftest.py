@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from metrics_expo import Expo
+
+from tests.metrics.metrics_expo import Expo
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

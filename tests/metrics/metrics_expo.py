@@ -45,8 +45,11 @@ class Expo:
     @staticmethod
     def drop(text: str, *prefixes: str) -> str:
         """Remove every line (samples and comments) mentioning a name starting with a prefix."""
-        keep = [ln for ln in text.splitlines()
-                if not any(re.search(rf"(^|\s){re.escape(p)}", ln) for p in prefixes)]
+        keep = [
+            ln
+            for ln in text.splitlines()
+            if not any(re.search(rf"(^|\s){re.escape(p)}", ln) for p in prefixes)
+        ]
         return "\n".join(keep) + "\n"
 
     @staticmethod

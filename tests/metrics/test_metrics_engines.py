@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import pytest
-from metrics_expo import Expo
 
-from ttftscope.metrics import (
-    MetricsDelta,
+from tests.metrics.metrics_expo import Expo
+from ttftscope.metrics.engines import (
     breakdown,
     breakdown_per_engine,
-    delta,
     detect_engine,
     latency_quantiles,
-    parse,
     queue_depth,
 )
+from ttftscope.metrics.prom import MetricsDelta, delta, parse
 
 V = "vllm:"
 
@@ -22,14 +20,23 @@ V = "vllm:"
 def _probe_window(text: str, expo: Expo, *, engine: str = "") -> str:
     """What one 31K-token warm request does to vLLM V1 metrics (numbers from the notes)."""
     sel = f'engine="{engine}"' if engine else ""
-    observed = {"time_to_first_token_seconds": 0.333, "request_queue_time_seconds": 0.002,
-                "request_prefill_time_seconds": 0.161, "request_decode_time_seconds": 0.05,
-                "e2e_request_latency_seconds": 0.4, "request_prefill_kv_computed_tokens": 367.0}
+    observed = {
+        "time_to_first_token_seconds": 0.333,
+        "request_queue_time_seconds": 0.002,
+        "request_prefill_time_seconds": 0.161,
+        "request_decode_time_seconds": 0.05,
+        "e2e_request_latency_seconds": 0.4,
+        "request_prefill_kv_computed_tokens": 367.0,
+    }
     for name, value in observed.items():
         text = expo.observe(text, V + name, value, sel)
-    counted = {"prefix_cache_queries_total": 31599, "prefix_cache_hits_total": 31232,
-               "prompt_tokens_total": 31599, "prompt_tokens_cached_total": 31232,
-               "generation_tokens_total": 4}
+    counted = {
+        "prefix_cache_queries_total": 31599,
+        "prefix_cache_hits_total": 31232,
+        "prompt_tokens_total": 31599,
+        "prompt_tokens_cached_total": 31232,
+        "generation_tokens_total": 4,
+    }
     for name, count in counted.items():
         text = expo.add(text, V + name, count, sel)
     return expo.add(text, V + "request_success_total", 1, 'finished_reason="length"')
@@ -109,8 +116,14 @@ def test_two_models_summed_with_note(vllm_text: str, expo: Expo) -> None:
 
 
 def test_missing_metrics_become_notes(vllm_text: str, expo: Expo) -> None:
-    old = expo.drop(vllm_text, V + "request_queue_time", V + "request_prefill_time",
-                    V + "prefix_cache", V + "prompt_tokens_cached", V + "kv_cache_usage")
+    old = expo.drop(
+        vllm_text,
+        V + "request_queue_time",
+        V + "request_prefill_time",
+        V + "prefix_cache",
+        V + "prompt_tokens_cached",
+        V + "kv_cache_usage",
+    )
     after = expo.observe(old, V + "time_to_first_token_seconds", 0.1)
     b = breakdown(_window(old, after))
     assert b.engine == "vllm-v1" and b.ttft_s == pytest.approx(0.1)
@@ -135,17 +148,23 @@ def test_restart_notes_flow_into_breakdown(vllm_text: str, expo: Expo) -> None:
     assert any("restarted" in n for n in breakdown(_window(vllm_text, after)).notes)
 
 
-def test_queue_depth_and_detection(vllm_text: str, expo: Expo, v0_text: str,
-                                   sglang_text: str) -> None:
-    busy = expo.set(expo.set(vllm_text, V + "num_requests_waiting", 7),
-                    V + "num_requests_running", 2)
+def test_queue_depth_and_detection(
+    vllm_text: str, expo: Expo, v0_text: str, sglang_text: str
+) -> None:
+    busy = expo.set(
+        expo.set(vllm_text, V + "num_requests_waiting", 7), V + "num_requests_running", 2
+    )
     assert queue_depth(parse(busy)) == (2, 7)
     assert queue_depth(parse(busy), model="alias") == (2, 7)
     assert queue_depth(parse(v0_text)) == (2, 5)
     assert queue_depth(parse(sglang_text)) == (3, 1)
     assert queue_depth(parse("")) == (None, None)
     assert [detect_engine(parse(t)) for t in (vllm_text, v0_text, sglang_text, "")] == [
-        "vllm-v1", "vllm-v0", "sglang", "unknown"]
+        "vllm-v1",
+        "vllm-v0",
+        "sglang",
+        "unknown",
+    ]
 
 
 def test_vllm_v0(v0_text: str, expo: Expo) -> None:
@@ -192,5 +211,6 @@ def test_latency_quantiles_any_engine(sglang_text: str, vllm_text: str, expo: Ex
     q = latency_quantiles(_window(sglang_text, after), "ttft", [0.5])[0.5]
     assert q is not None and 0.25 <= q <= 0.5
     assert latency_quantiles(parse(vllm_text), "queue", [0.5, 0.9]) == pytest.approx(
-        {0.5: 0.15, 0.9: 0.27})  # 20 observations, all in the first (0..0.3 s) bucket
+        {0.5: 0.15, 0.9: 0.27}
+    )  # 20 observations, all in the first (0..0.3 s) bucket
     assert latency_quantiles(parse(sglang_text), "prefill", [0.5]) == {0.5: None}

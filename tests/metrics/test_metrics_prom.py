@@ -8,10 +8,10 @@ import math
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from metrics_expo import Expo
 
+from tests.metrics.metrics_expo import Expo
 from ttftscope.errors import MetricsError
-from ttftscope.metrics import delta, histogram_quantile, histogram_quantiles, labels_of, parse
+from ttftscope.metrics.prom import delta, histogram_quantile, histogram_quantiles, labels_of, parse
 
 TTFT = "vllm:time_to_first_token_seconds"
 TINY = {"model_name": "tiny"}
@@ -110,12 +110,15 @@ def test_bare_counter_type_line_is_adopted() -> None:
     assert d.value("c_total") == 3.0
 
 
-@pytest.mark.parametrize("text, where", [
-    ("ok 1\n<html><body>hi</body></html>\n", "line 2"),
-    ("ok 1\nbroken{a=\"b\" 2\n", "line 2"),
-    ('{"detail":"Not Found"}', "line 1"),
-    ("ok 1\n# TYPE x weird\n", "line 2"),
-])
+@pytest.mark.parametrize(
+    "text, where",
+    [
+        ("ok 1\n<html><body>hi</body></html>\n", "line 2"),
+        ('ok 1\nbroken{a="b" 2\n', "line 2"),
+        ('{"detail":"Not Found"}', "line 1"),
+        ("ok 1\n# TYPE x weird\n", "line 2"),
+    ],
+)
 def test_unparsable_text_names_the_line(text: str, where: str) -> None:
     with pytest.raises(MetricsError, match=where) as err:
         parse(text, source="http://h/metrics")
@@ -129,9 +132,14 @@ def test_parse_fails_only_with_metrics_error(text: str) -> None:
         parse(text)
 
 
-@given(st.dictionaries(st.from_regex(r"[a-z][a-z0-9_]{0,8}", fullmatch=True).filter(
-    lambda k: k != "le"), st.text(max_size=20), max_size=4),
-    st.floats(allow_nan=False, allow_infinity=False, width=32))
+@given(
+    st.dictionaries(
+        st.from_regex(r"[a-z][a-z0-9_]{0,8}", fullmatch=True).filter(lambda k: k != "le"),
+        st.text(max_size=20),
+        max_size=4,
+    ),
+    st.floats(allow_nan=False, allow_infinity=False, width=32),
+)
 @settings(max_examples=100, deadline=None)
 def test_label_values_round_trip(labels: dict[str, str], value: float) -> None:
     def esc(v: str) -> str:
@@ -147,19 +155,23 @@ def test_label_values_round_trip(labels: dict[str, str], value: float) -> None:
 INF = math.inf
 
 
-@pytest.mark.parametrize("buckets, q, expected", [
-    ([(1.0, 2), (2.0, 4), (INF, 4)], 0.75, 1.5),
-    ([(1.0, 2), (2.0, 4), (INF, 4)], 0.5, 1.0),
-    ([(1.0, 2), (2.0, 4), (INF, 4)], 0.25, 0.5),
-    ([(0.1, 10), (0.5, 30), (1.0, 40), (INF, 40)], 0.5, 0.3),
-    ([(1.0, 1), (INF, 2)], 0.9, 1.0),  # rank in +Inf: highest finite bound
-    ([(1.0, 0), (2.0, 3), (INF, 3)], 0.0, 1.0),  # q=0: start of the first non-empty bucket
-    ([(2.0, 4), (1.0, 2), (INF, 4)], 0.75, 1.5),  # unsorted input
-    ([(1.0, 2), (2.0, 1.9999999), (INF, 4)], 0.5, 1.0),  # float noise smoothed
-    ([(-1.0, 1), (1.0, 2), (INF, 2)], 0.25, -1.0),  # non-positive first bound
-])
-def test_histogram_quantile_hand_computed(buckets: list[tuple[float, float]], q: float,
-                                          expected: float) -> None:
+@pytest.mark.parametrize(
+    "buckets, q, expected",
+    [
+        ([(1.0, 2), (2.0, 4), (INF, 4)], 0.75, 1.5),
+        ([(1.0, 2), (2.0, 4), (INF, 4)], 0.5, 1.0),
+        ([(1.0, 2), (2.0, 4), (INF, 4)], 0.25, 0.5),
+        ([(0.1, 10), (0.5, 30), (1.0, 40), (INF, 40)], 0.5, 0.3),
+        ([(1.0, 1), (INF, 2)], 0.9, 1.0),  # rank in +Inf: highest finite bound
+        ([(1.0, 0), (2.0, 3), (INF, 3)], 0.0, 1.0),  # q=0: start of the first non-empty bucket
+        ([(2.0, 4), (1.0, 2), (INF, 4)], 0.75, 1.5),  # unsorted input
+        ([(1.0, 2), (2.0, 1.9999999), (INF, 4)], 0.5, 1.0),  # float noise smoothed
+        ([(-1.0, 1), (1.0, 2), (INF, 2)], 0.25, -1.0),  # non-positive first bound
+    ],
+)
+def test_histogram_quantile_hand_computed(
+    buckets: list[tuple[float, float]], q: float, expected: float
+) -> None:
     assert histogram_quantile(buckets, q) == pytest.approx(expected)
 
 
@@ -177,16 +189,16 @@ def test_histogram_quantile_rejects_bad_q(q: float) -> None:
 @st.composite
 def cumulative_buckets(draw: st.DrawFn) -> list[tuple[float, float]]:
     bounds = sorted(set(draw(st.lists(st.floats(0.001, 1e4), min_size=1, max_size=12))))
-    incs = draw(st.lists(st.integers(0, 50), min_size=len(bounds) + 1,
-                         max_size=len(bounds) + 1))
+    incs = draw(st.lists(st.integers(0, 50), min_size=len(bounds) + 1, max_size=len(bounds) + 1))
     counts = [float(sum(incs[: i + 1])) for i in range(len(incs))]
     return list(zip([*bounds, INF], counts, strict=True))
 
 
 @given(cumulative_buckets(), st.floats(0, 1), st.floats(0, 1))
 @settings(max_examples=300, deadline=None)
-def test_quantile_monotone_and_within_bucket(buckets: list[tuple[float, float]], q1: float,
-                                             q2: float) -> None:
+def test_quantile_monotone_and_within_bucket(
+    buckets: list[tuple[float, float]], q1: float, q2: float
+) -> None:
     lo_q, hi_q = sorted((q1, q2))
     a, b = histogram_quantile(buckets, lo_q), histogram_quantile(buckets, hi_q)
     if buckets[-1][1] == 0:

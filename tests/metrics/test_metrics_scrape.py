@@ -12,15 +12,16 @@ import httpx
 import pytest
 
 from ttftscope.errors import MetricsError
-from ttftscope.metrics import ascrape, scrape
+from ttftscope.metrics.scrape import ascrape, scrape
 
 SECRET = "sk-test-do-not-leak-123"
 # path -> (status, content type, body, delay seconds, extra headers)
 Route = tuple[int, str, str, float, dict[str, str]]
 
 
-def _handler(routes: dict[str, Route], seen: list[dict[str, str]],
-             stopping: threading.Event) -> type:
+def _handler(
+    routes: dict[str, Route], seen: list[dict[str, str]], stopping: threading.Event
+) -> type:
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
             seen.append(dict(self.headers))
@@ -55,8 +56,7 @@ class Server:
         # Non-daemon handler threads are joined by server_close(): nothing outlives the test.
         self.httpd.daemon_threads = False
         self.httpd.block_on_close = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.05,),
-                                       daemon=True)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True)
         self.thread.start()
 
     def url(self, path: str) -> str:
@@ -73,15 +73,17 @@ class Server:
 def server(vllm_text: str) -> Iterator[Server]:
     srv = Server()
     plain = "text/plain; version=0.0.4; charset=utf-8"
-    srv.routes.update({
-        "/metrics": (200, plain, vllm_text, 0.0, {}),
-        "/garbage": (200, "text/plain", "vllm:x 1\nthis is not metrics\n", 0.0, {}),
-        "/html": (200, "text/html", "<html><body>UI</body></html>", 0.0, {}),
-        "/auth": (401, "application/json", '{"error":"unauthorized"}', 0.0, {}),
-        "/boom": (500, "text/plain", "oops", 0.0, {}),
-        "/slow": (200, plain, vllm_text, 0.6, {}),
-        "/redirect": (307, "text/plain", "", 0.0, {"location": "/metrics"}),
-    })
+    srv.routes.update(
+        {
+            "/metrics": (200, plain, vllm_text, 0.0, {}),
+            "/garbage": (200, "text/plain", "vllm:x 1\nthis is not metrics\n", 0.0, {}),
+            "/html": (200, "text/html", "<html><body>UI</body></html>", 0.0, {}),
+            "/auth": (401, "application/json", '{"error":"unauthorized"}', 0.0, {}),
+            "/boom": (500, "text/plain", "oops", 0.0, {}),
+            "/slow": (200, plain, vllm_text, 0.6, {}),
+            "/redirect": (307, "text/plain", "", 0.0, {"location": "/metrics"}),
+        }
+    )
     try:
         yield srv
     finally:
@@ -112,15 +114,19 @@ def test_scrape_with_given_client_follows_redirects(server: Server) -> None:
     assert second.taken_ns > first.taken_ns
 
 
-@pytest.mark.parametrize("path, expected", [
-    ("/nothing-here", r"set api\.metrics_url"),
-    ("/garbage", "line 2"),
-    ("/html", "HTML"),
-    ("/auth", "credentials"),
-    ("/boom", "HTTP 500"),
-])
-def test_scrape_errors_are_actionable_and_hide_secrets(server: Server, path: str,
-                                                       expected: str) -> None:
+@pytest.mark.parametrize(
+    "path, expected",
+    [
+        ("/nothing-here", r"set api\.metrics_url"),
+        ("/garbage", "line 2"),
+        ("/html", "HTML"),
+        ("/auth", "credentials"),
+        ("/boom", "HTTP 500"),
+    ],
+)
+def test_scrape_errors_are_actionable_and_hide_secrets(
+    server: Server, path: str, expected: str
+) -> None:
     url = server.url(path).replace("127.0.0.1", f"user:{SECRET}@127.0.0.1") + f"?k={SECRET}"
     with pytest.raises(MetricsError, match=expected) as err:
         scrape(url, headers={"Authorization": f"Bearer {SECRET}"})

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from ttftscope.tokenization import Tokenizer, load_tokenizer
 from ttftscope.tokenization.fixtures import FAMILIES, build_all
+from ttftscope.tokenization.loader import Tokenizer, load_tokenizer
 
 
 @pytest.fixture(scope="session")

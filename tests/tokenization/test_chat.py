@@ -9,9 +9,9 @@ import jinja2
 import pytest
 
 from ttftscope.errors import TokenizerError
-from ttftscope.tokenization import ChatSession, Tokenizer
-from ttftscope.tokenization.chat import compile_template
-from ttftscope.workload import agent_turn
+from ttftscope.probe.workload import agent_turn
+from ttftscope.tokenization.chat import ChatSession, compile_template
+from ttftscope.tokenization.loader import Tokenizer
 
 # Strips reasoning from every assistant turn but the last, like Qwen3-style templates: earlier
 # text of the prompt changes between calls, so the encoder sees edits, not appends.
@@ -45,9 +45,7 @@ def _conversation(turns: int) -> list[list[dict[str, Any]]]:
 
 def _transformers_render(template: str, messages: list[dict[str, Any]], **kw: Any) -> str:
     ctu = pytest.importorskip("transformers.utils.chat_template_utils")
-    rendered, _ = ctu.render_jinja_template(
-        conversations=[messages], chat_template=template, **kw
-    )
+    rendered, _ = ctu.render_jinja_template(conversations=[messages], chat_template=template, **kw)
     return str(rendered[0])
 
 
@@ -63,8 +61,11 @@ def test_growing_conversation_exact_and_same_render_as_transformers(
             ids = session.encode(msgs, add_generation_prompt=gen)
             assert ids == tok.encode(session.last_prompt)
             want = _transformers_render(
-                tok.chat_template, msgs, add_generation_prompt=gen,
-                bos_token=tok.bos_token or "", eos_token=tok.eos_token or "",
+                tok.chat_template,
+                msgs,
+                add_generation_prompt=gen,
+                bos_token=tok.bos_token or "",
+                eos_token=tok.eos_token or "",
             )
             assert session.last_prompt == want
     assert session.stats.path in {"append", "edit", "same"}

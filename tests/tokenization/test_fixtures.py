@@ -12,8 +12,9 @@ import tokenizers
 
 from ttftscope.assets import cache_dir
 from ttftscope.errors import TokenizerError
-from ttftscope.tokenization import Tokenizer, fixtures
 from ttftscope.tokenization import fixture_build as fb
+from ttftscope.tokenization import fixtures
+from ttftscope.tokenization.loader import Tokenizer
 from ttftscope.tokenization.tiktoken_convert import known_encodings
 
 
@@ -66,7 +67,8 @@ def test_gpt2_from_whisper_agrees_with_llama_cpp_gpt2_vectors(
 
 
 def test_tekken_reference_without_mistral_common_agrees(
-    monkeypatch: pytest.MonkeyPatch, load_family: Callable[[str], Tokenizer],
+    monkeypatch: pytest.MonkeyPatch,
+    load_family: Callable[[str], Tokenizer],
 ) -> None:
     monkeypatch.setitem(sys.modules, "mistral_common.tokens.tokenizers.tekken", None)
     fallback, name = fb.tekken_reference()
@@ -84,7 +86,8 @@ def test_mixed_text_is_deterministic_and_mixed() -> None:
 
 
 def test_stale_fixture_is_rebuilt_in_a_fresh_cache(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     real = cache_dir()
     for sub in ("files", "packages"):  # reuse the downloaded packages, rebuild the fixture
@@ -106,7 +109,8 @@ def test_unknown_family() -> None:
 
 
 def test_cli_prints_where_each_fixture_is(
-    tokenizer_paths: dict[str, Path], capsys: pytest.CaptureFixture[str],
+    tokenizer_paths: dict[str, Path],
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     assert fixtures.main(["--family", "gpt2", "--family", "qwen2"]) == 0
     out = capsys.readouterr().out.splitlines()

@@ -31,8 +31,11 @@ def write_gguf(path: Path) -> None:
         _kv("i64", 11, struct.pack("<q", -3)),
         _kv("tokens", 9, struct.pack("<IQ", 8, 3) + _s("a") + _s("▁b") + _s("")),
         _kv("types", 9, struct.pack("<IQ", 5, 2) + struct.pack("<ii", 1, 6)),
-        _kv("nested", 9, struct.pack("<IQ", 9, 1) + struct.pack("<IQ", 2, 2)
-            + struct.pack("<HH", 1, 2)),
+        _kv(
+            "nested",
+            9,
+            struct.pack("<IQ", 9, 1) + struct.pack("<IQ", 2, 2) + struct.pack("<HH", 1, 2),
+        ),
     ]
     path.write_bytes(b"GGUF" + struct.pack("<IQQ", 3, 0, len(kvs)) + b"".join(kvs))
 
@@ -41,8 +44,14 @@ def test_every_value_kind(tmp_path: Path) -> None:
     path = tmp_path / "x.gguf"
     write_gguf(path)
     assert read_gguf_metadata(path) == {
-        "general.architecture": "llama", "u32": 7, "f32": 0.5, "flag": True, "i64": -3,
-        "tokens": ["a", "▁b", ""], "types": [1, 6], "nested": [[1, 2]],
+        "general.architecture": "llama",
+        "u32": 7,
+        "f32": 0.5,
+        "flag": True,
+        "i64": -3,
+        "tokens": ["a", "▁b", ""],
+        "types": [1, 6],
+        "nested": [[1, 2]],
     }
 
 

@@ -12,24 +12,92 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ttftscope.tokenization import IncrementalEncoder, Tokenizer
 from ttftscope.tokenization.fixtures import FAMILIES, mixed_text
+from ttftscope.tokenization.incremental import IncrementalEncoder
+from ttftscope.tokenization.loader import Tokenizer
 
 EXAMPLES = int(os.environ.get("TTFTSCOPE_INCR_EXAMPLES", "100"))
 SETTINGS = settings(
-    max_examples=EXAMPLES, deadline=None, derandomize=True,
+    max_examples=EXAMPLES,
+    deadline=None,
+    derandomize=True,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 
 # Fragments that sit on classic tokenizer seams.
 ATOMS = (
-    "", " ", "  ", "   ", "\t", "\t\t", " \t", "\n", "\n\n", "\r\n", "\r", "\r\r\n", "\n ",
-    "0", "12", "345", "6789", "1234567", "'", "'s", "'ll", "'S", "'re", "'d", "s", "ll", "ve",
-    "a", "abc", "ABC", "Abc", "aBC", "_", "x_y", ".", "...", "/", "//", "\\", "(", ")", ";",
-    "e\u0301", "\u0301", "\u0303", "n", "A\u030a", "\u1100", "\u1161", "\u11a8", "\uac00",
-    "👍", "\U0001f3fd", "👍🏽", "\u200d", "👨\u200d👩\u200d👧", "🇫🇷", "日本", "語", "中文，",
-    "مرحبا", "\u200f", "עברית", "𠀀", "\U0001f9ec", "\x00", "\x1c", "\xa0", "\u3000",
-    "     1\t", "    10\timport os\n", "--- a/x.py\n+++ b/x.py\n@@ -1,2 +1,3 @@\n",
+    "",
+    " ",
+    "  ",
+    "   ",
+    "\t",
+    "\t\t",
+    " \t",
+    "\n",
+    "\n\n",
+    "\r\n",
+    "\r",
+    "\r\r\n",
+    "\n ",
+    "0",
+    "12",
+    "345",
+    "6789",
+    "1234567",
+    "'",
+    "'s",
+    "'ll",
+    "'S",
+    "'re",
+    "'d",
+    "s",
+    "ll",
+    "ve",
+    "a",
+    "abc",
+    "ABC",
+    "Abc",
+    "aBC",
+    "_",
+    "x_y",
+    ".",
+    "...",
+    "/",
+    "//",
+    "\\",
+    "(",
+    ")",
+    ";",
+    "e\u0301",
+    "\u0301",
+    "\u0303",
+    "n",
+    "A\u030a",
+    "\u1100",
+    "\u1161",
+    "\u11a8",
+    "\uac00",
+    "👍",
+    "\U0001f3fd",
+    "👍🏽",
+    "\u200d",
+    "👨\u200d👩\u200d👧",
+    "🇫🇷",
+    "日本",
+    "語",
+    "中文，",
+    "مرحبا",
+    "\u200f",
+    "עברית",
+    "𠀀",
+    "\U0001f9ec",
+    "\x00",
+    "\x1c",
+    "\xa0",
+    "\u3000",
+    "     1\t",
+    "    10\timport os\n",
+    "--- a/x.py\n+++ b/x.py\n@@ -1,2 +1,3 @@\n",
 )
 SEAM = st.lists(st.sampled_from(ATOMS), max_size=6).map("".join) | st.text(max_size=12)
 
@@ -59,10 +127,17 @@ def test_appends_at_adversarial_seams(
     ran = []
 
     @SETTINGS
-    @given(first=SEAM, second=SEAM, third=SEAM, special=st.sampled_from(specials),
-           split=st.integers(0, 40), use_special=st.booleans())
-    def run(first: str, second: str, third: str, special: str, split: int,
-            use_special: bool) -> None:
+    @given(
+        first=SEAM,
+        second=SEAM,
+        third=SEAM,
+        special=st.sampled_from(specials),
+        split=st.integers(0, 40),
+        use_special=st.booleans(),
+    )
+    def run(
+        first: str, second: str, third: str, special: str, split: int, use_special: bool
+    ) -> None:
         if use_special:  # a special token split across the seam: "<|im_" + "start|>"
             cut = split % (len(special) + 1)
             first, second = first + special[:cut], special[cut:] + second
@@ -81,9 +156,7 @@ def test_appends_at_adversarial_seams(
 
 
 @pytest.mark.parametrize("family", FAMILIES)
-def test_random_edits(
-    family: str, load_family: Callable[[str], Tokenizer], base_text: str
-) -> None:
+def test_random_edits(family: str, load_family: Callable[[str], Tokenizer], base_text: str) -> None:
     tok = load_family(family)
     ran = []
 
@@ -136,19 +209,24 @@ def test_add_special_tokens_and_shadow(
     assert enc.stats.shadow_mismatches == 0
 
 
+def _path(enc: IncrementalEncoder) -> str:
+    """The last call's path, read afresh (an attribute would stay narrowed for mypy)."""
+    return enc.stats.path
+
+
 def test_stats_and_paths(load_family: Callable[[str], Tokenizer], base_text: str) -> None:
     tok = load_family("o200k")
     enc = IncrementalEncoder(tok)
     enc.encode(base_text)
-    assert enc.stats.path == "full"
+    assert _path(enc) == "full"
     enc.encode(base_text + " appended words")
-    assert enc.stats.path == "append"
+    assert _path(enc) == "append"
     assert enc.stats.last_reused_tokens > 0
     assert enc.stats.last_reencoded_chars < 200
     enc.encode(base_text[:2000] + " edited")
-    assert enc.stats.path == "edit"
+    assert _path(enc) == "edit"
     enc.encode(base_text[:2000] + " edited")
-    assert enc.stats.path == "same"
+    assert _path(enc) == "same"
     big = mixed_text(40_000, seed=1)
     for piece in ("", " a", " b\n", " c d e"):
         big += piece
@@ -156,7 +234,7 @@ def test_stats_and_paths(load_family: Callable[[str], Tokenizer], base_text: str
     assert enc.cached_bytes / len(tok.encode(big)) <= 16  # ids list + offsets array
     enc.reset()
     enc.encode("abc")
-    assert enc.stats.path == "full"
+    assert _path(enc) == "full"
 
 
 BIG_CASES = int(os.environ.get("TTFTSCOPE_INCR_BIG_CASES", "6"))
@@ -169,7 +247,7 @@ def test_realistic_context_random_appends_and_edits(
     """~100K-token agent context: appends at random points and random edits, 0 mismatches."""
     import random
 
-    from ttftscope.workload import agent_turn, build_context
+    from ttftscope.probe.workload import agent_turn, build_context
 
     tok = load_family(family)
     rng = random.Random(family)
@@ -191,9 +269,15 @@ def test_realistic_context_random_appends_and_edits(
 
 
 LONG_WORDS = (
-    "internationalization", "Donaudampfschifffahrtsgesellschaft", "antidisestablishment",
-    "supercalifragilisticexpialidocious", "0123456789012345678901234", "ZZZZZZZZZZZZZZZZZ",
-    "incrementalencoderbenchmark", "función_de_codificación", "____init____",
+    "internationalization",
+    "Donaudampfschifffahrtsgesellschaft",
+    "antidisestablishment",
+    "supercalifragilisticexpialidocious",
+    "0123456789012345678901234",
+    "ZZZZZZZZZZZZZZZZZ",
+    "incrementalencoderbenchmark",
+    "función_de_codificación",
+    "____init____",
 )
 
 

@@ -15,28 +15,83 @@ import tokenizers
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ttftscope.tokenization import IncrementalEncoder, Tokenizer
 from ttftscope.tokenization import fastpath as fp
 from ttftscope.tokenization import spacewindow as sw
 from ttftscope.tokenization.engines import engines_for
 from ttftscope.tokenization.fixtures import FAMILIES, mixed_text
+from ttftscope.tokenization.incremental import IncrementalEncoder
+from ttftscope.tokenization.loader import Tokenizer
+from ttftscope.tokenization.offsets import convert
 from ttftscope.tokenization.regex_ascii import translate_ascii
 
 EXAMPLES = int(os.environ.get("TTFTSCOPE_INCR_EXAMPLES", "100"))
 SETTINGS = settings(
-    max_examples=EXAMPLES, deadline=None, derandomize=True,
+    max_examples=EXAMPLES,
+    deadline=None,
+    derandomize=True,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 ASCII = st.text(alphabet=st.characters(max_codepoint=127), max_size=80)
-ASCII_ATOMS = st.sampled_from((
-    " ", "  ", "\t", "\n", "\r\n", "\r", "\x0b", "\x0c", "\x1c", "\x1f", "\x00", "'s", "'LL",
-    "'re", "x'd", "12", "1234567", "abc", "ABC", "Abc", "aBC", "_", "...", "/", "//", "$", "\\",
-    "zqxjvkw", "QZXJ", "    1\timport os\n", "  \n", " \n ", "!!", "\n\n\n",
-))
-MIXED_ATOMS = st.sampled_from((
-    "é", "e\u0301", "\u0301", "日本語", "😀", "👍🏽", "👨\u200d👩\u200d👧", "мир", "עברית",
-    "\u037e", "\u212a", "\xa0", "\u3000", "\u1100\u1161", "𠀀", "—", "ﬁ", "½",
-))
+ASCII_ATOMS = st.sampled_from(
+    (
+        " ",
+        "  ",
+        "\t",
+        "\n",
+        "\r\n",
+        "\r",
+        "\x0b",
+        "\x0c",
+        "\x1c",
+        "\x1f",
+        "\x00",
+        "'s",
+        "'LL",
+        "'re",
+        "x'd",
+        "12",
+        "1234567",
+        "abc",
+        "ABC",
+        "Abc",
+        "aBC",
+        "_",
+        "...",
+        "/",
+        "//",
+        "$",
+        "\\",
+        "zqxjvkw",
+        "QZXJ",
+        "    1\timport os\n",
+        "  \n",
+        " \n ",
+        "!!",
+        "\n\n\n",
+    )
+)
+MIXED_ATOMS = st.sampled_from(
+    (
+        "é",
+        "e\u0301",
+        "\u0301",
+        "日本語",
+        "😀",
+        "👍🏽",
+        "👨\u200d👩\u200d👧",
+        "мир",
+        "עברית",
+        "\u037e",
+        "\u212a",
+        "\xa0",
+        "\u3000",
+        "\u1100\u1161",
+        "𠀀",
+        "—",
+        "ﬁ",
+        "½",
+    )
+)
 ASCII_TEXT = st.lists(ASCII_ATOMS | ASCII, max_size=12).map("".join)
 MIXED_TEXT = st.lists(ASCII_ATOMS | MIXED_ATOMS | ASCII, max_size=14).map("".join)
 REGEX_FAMILIES = ["o200k", "cl100k", "gpt2", "tekken", "llama3", "qwen2"]
@@ -72,7 +127,7 @@ def test_translated_regex_splits_ascii_like_hf(
 def _want(
     enc: IncrementalEncoder, tk: tokenizers.Tokenizer, text: str
 ) -> tuple[list[int], list[int]]:
-    ids, ends = enc._convert(tk.encode(text, add_special_tokens=False), 0, text)
+    ids, ends = convert(enc._eng, enc._table, tk.encode(text, add_special_tokens=False), 0, text)
     return ids, list(ends)
 
 
@@ -86,9 +141,7 @@ def _window_setup(tok: Tokenizer) -> tuple[IncrementalEncoder, Any, Any, tokeniz
 
 
 @pytest.mark.parametrize("family", REGEX_FAMILIES + SPACE_FAMILIES)
-def test_fast_window_equals_hf_window(
-    family: str, load_family: Callable[[str], Tokenizer]
-) -> None:
+def test_fast_window_equals_hf_window(family: str, load_family: Callable[[str], Tokenizer]) -> None:
     """Ids and ``2*end+flag`` words, on ASCII, mixed-script and special-token windows."""
     tok = load_family(family)
     enc, eng, window, tk = _window_setup(tok)
@@ -96,8 +149,10 @@ def test_fast_window_equals_hf_window(
     used = []
 
     @SETTINGS
-    @given(text=MIXED_TEXT, inserts=st.lists(
-        st.tuples(st.sampled_from(specials), st.integers(0, 60)), max_size=3))
+    @given(
+        text=MIXED_TEXT,
+        inserts=st.lists(st.tuples(st.sampled_from(specials), st.integers(0, 60)), max_size=3),
+    )
     def run(text: str, inserts: list[tuple[str, int]]) -> None:
         for special, at in inserts:  # ChatML-like windows: "<|im_end|>\n<|im_start|>user"
             at = min(at, len(text))
@@ -135,9 +190,7 @@ def test_fast_window_on_long_mixed_text_and_small_cache(
         assert (got[0], list(got[1])) == _want(enc, tk, text)
 
 
-def test_incremental_appends_use_the_fast_window(
-    load_family: Callable[[str], Tokenizer]
-) -> None:
+def test_incremental_appends_use_the_fast_window(load_family: Callable[[str], Tokenizer]) -> None:
     tok = load_family("qwen2")
     enc = IncrementalEncoder(tok)
     fast = enc._eng.fast
@@ -152,10 +205,23 @@ def test_incremental_appends_use_the_fast_window(
     assert fast._cache
 
 
-@pytest.mark.parametrize("regex", [
-    r"\b\w+", r"a.b", r"^a", r"(?<=a)b", r"\p{Greek}+", r"[\S]", r"(?i:\p{L})", r"(a|b",
-    r"a)", r"[a-z]", r"\d+", r"(?P<x>a)",
-])
+@pytest.mark.parametrize(
+    "regex",
+    [
+        r"\b\w+",
+        r"a.b",
+        r"^a",
+        r"(?<=a)b",
+        r"\p{Greek}+",
+        r"[\S]",
+        r"(?i:\p{L})",
+        r"(a|b",
+        r"a)",
+        r"[a-z]",
+        r"\d+",
+        r"(?P<x>a)",
+    ],
+)
 def test_translation_refuses_unknown_constructs(regex: str) -> None:
     assert translate_ascii(regex) is None
 
@@ -171,5 +237,9 @@ def test_translation_of_known_constructs() -> None:
 def test_added_token_matcher_is_leftmost_longest() -> None:
     rx = re.compile(fp._trie_regex(["ab", "abc", "b", "<|im_start|>", "<|im_end|>"]))
     assert rx.findall("xabcb ab<|im_end|><|im_start|>") == [
-        "abc", "b", "ab", "<|im_end|>", "<|im_start|>"
+        "abc",
+        "b",
+        "ab",
+        "<|im_end|>",
+        "<|im_start|>",
     ]

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 import tokenizers
 
-from ttftscope.tokenization import IncrementalEncoder, Tokenizer
 from ttftscope.tokenization.boundary import analyse
+from ttftscope.tokenization.incremental import IncrementalEncoder
+from ttftscope.tokenization.loader import Tokenizer
 
 
 def _doc(paths: dict[str, Path], family: str) -> dict[str, object]:
@@ -24,13 +25,24 @@ def _with_added(doc: dict[str, object], contents: list[str], **flags: bool) -> t
     vocab: dict[str, int] = doc["model"]["vocab"]  # type: ignore[index]
     nxt = max(max(int(t["id"]) for t in added), max(vocab.values())) + 1  # type: ignore[call-overload]
     for i, content in enumerate(contents):
-        added.append({"id": nxt + i, "content": content, "single_word": False, "lstrip": False,
-                      "rstrip": False, "normalized": False, "special": False, **flags})
+        added.append(
+            {
+                "id": nxt + i,
+                "content": content,
+                "single_word": False,
+                "lstrip": False,
+                "rstrip": False,
+                "normalized": False,
+                "special": False,
+                **flags,
+            }
+        )
     return tokenizers.Tokenizer.from_str(json.dumps(doc))
 
 
 def test_normalized_added_tokens_under_nfc_fall_back_exactly(
-        tokenizer_paths: dict[str, Path]) -> None:
+    tokenizer_paths: dict[str, Path],
+) -> None:
     hf = _with_added(_doc(tokenizer_paths, "qwen2"), ["ab;", "é<", "K1"], normalized=True)
     for text in ("ab\u037e", "e\u0301<", "\u212a1", "plain text ab\u037e then more"):
         enc = IncrementalEncoder(hf)
@@ -40,7 +52,8 @@ def test_normalized_added_tokens_under_nfc_fall_back_exactly(
 
 
 def test_tokenizer_reconfigured_after_encoders_exist(
-        load_family: Callable[[str], Tokenizer]) -> None:
+    load_family: Callable[[str], Tokenizer],
+) -> None:
     tok = load_family("cl100k")
     hf = tokenizers.Tokenizer.from_str(tok.hf.to_str())  # a private copy we may change
     old = "some text " * 20
@@ -57,18 +70,34 @@ def test_tokenizer_reconfigured_after_encoders_exist(
     assert enc.encode(new + "!?") == hf.encode(new + "!?", add_special_tokens=False).ids
 
 
-@pytest.mark.parametrize(("rx", "old", "tail"), [
-    (r"\p{L}+(?:(?:\s\p{L}+){8}!)?|\p{N}|\s+|[^\s\p{L}\p{N}]+",
-     "hello world, the one two three four five six seven eight nine", "!"),
-    (r"\p{L}+\s\p{N}+\s\p{N}+\s\p{N}+\s\p{N}+\s\p{N}+!|\p{L}+|\p{N}+|\s+|[^\s\p{L}\p{N}]+",
-     "hello world, the abc 1111 2222 3333 4444 5555", "!"),
-    (r"\p{L}+(?:'a'b'c'd'e'f'g'h'i'j)?|\p{L}+|\p{N}+|\s+|[^\s\p{L}\p{N}]+",
-     "hello world, the xx'a'b'c'd'e'f'g'h'i'", "j"),
-    (r"\p{L}+[\s\p{N}]+!|\p{L}+|\p{N}+|\s+|[^\s\p{L}\p{N}]+",
-     "hello world, the abc 1111 2222 3333 4444 5555", "!"),
-])
+@pytest.mark.parametrize(
+    ("rx", "old", "tail"),
+    [
+        (
+            r"\p{L}+(?:(?:\s\p{L}+){8}!)?|\p{N}|\s+|[^\s\p{L}\p{N}]+",
+            "hello world, the one two three four five six seven eight nine",
+            "!",
+        ),
+        (
+            r"\p{L}+\s\p{N}+\s\p{N}+\s\p{N}+\s\p{N}+\s\p{N}+!|\p{L}+|\p{N}+|\s+|[^\s\p{L}\p{N}]+",
+            "hello world, the abc 1111 2222 3333 4444 5555",
+            "!",
+        ),
+        (
+            r"\p{L}+(?:'a'b'c'd'e'f'g'h'i'j)?|\p{L}+|\p{N}+|\s+|[^\s\p{L}\p{N}]+",
+            "hello world, the xx'a'b'c'd'e'f'g'h'i'",
+            "j",
+        ),
+        (
+            r"\p{L}+[\s\p{N}]+!|\p{L}+|\p{N}+|\s+|[^\s\p{L}\p{N}]+",
+            "hello world, the abc 1111 2222 3333 4444 5555",
+            "!",
+        ),
+    ],
+)
 def test_regexes_that_read_far_ahead_are_not_treated_as_local(
-        tokenizer_paths: dict[str, Path], rx: str, old: str, tail: str) -> None:
+    tokenizer_paths: dict[str, Path], rx: str, old: str, tail: str
+) -> None:
     doc = _doc(tokenizer_paths, "gpt2")
     doc["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = rx  # type: ignore[index]
     assert analyse(doc).mode == "verified"
@@ -79,7 +108,8 @@ def test_regexes_that_read_far_ahead_are_not_treated_as_local(
 
 
 def test_components_swapped_on_a_live_tokenizer_are_noticed(
-        load_family: Callable[[str], Tokenizer]) -> None:
+    load_family: Callable[[str], Tokenizer],
+) -> None:
     hf = tokenizers.Tokenizer.from_str(load_family("cl100k").hf.to_str())
     old = "Some Words Before The Special Token Here. " * 3
     new = old + "AND <|endoftext|>  After"
@@ -89,8 +119,9 @@ def test_components_swapped_on_a_live_tokenizer_are_noticed(
     assert enc.encode(old) == hf.encode(old, add_special_tokens=False).ids
     assert enc.encode(new) == hf.encode(new, add_special_tokens=False).ids
     hf.normalizer = None
-    hf.add_special_tokens([tokenizers.AddedToken("<|endoftext|>", lstrip=True, rstrip=True,
-                                                 special=True)])
+    hf.add_special_tokens(
+        [tokenizers.AddedToken("<|endoftext|>", lstrip=True, rstrip=True, special=True)]
+    )
     # flags of an existing token: too costly to re-read per call, so new encoders see them
     fresh = IncrementalEncoder(hf)
     fresh.encode(old)
@@ -99,7 +130,8 @@ def test_components_swapped_on_a_live_tokenizer_are_noticed(
 
 @pytest.mark.parametrize("family", ["cl100k", "llama2", "mistral_v3"])
 def test_tokens_added_while_an_encoder_is_in_use_are_seen_at_the_next_call(
-        family: str, load_family: Callable[[str], Tokenizer]) -> None:
+    family: str, load_family: Callable[[str], Tokenizer]
+) -> None:
     hf = tokenizers.Tokenizer.from_str(load_family(family).hf.to_str())  # a private copy
     enc = IncrementalEncoder(hf)
     text = "some text with zqxjv and more " * 8

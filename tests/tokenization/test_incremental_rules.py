@@ -12,9 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tokenizers import decoders, models, normalizers, pre_tokenizers, trainers
 
-from ttftscope.tokenization import IncrementalEncoder
 from ttftscope.tokenization.boundary import analyse, regex_is_local
 from ttftscope.tokenization.fixtures import mixed_text
+from ttftscope.tokenization.incremental import IncrementalEncoder
 from ttftscope.tokenization.textscan import (
     char_class,
     common_prefix_len,
@@ -30,8 +30,12 @@ O200K_LIKE = (
 
 
 def _doc(pre: Any = None, norm: Any = None, added: Any = ()) -> dict[str, Any]:
-    return {"normalizer": norm, "pre_tokenizer": pre, "added_tokens": list(added),
-            "model": {"type": "BPE", "vocab": {}, "merges": []}}
+    return {
+        "normalizer": norm,
+        "pre_tokenizer": pre,
+        "added_tokens": list(added),
+        "model": {"type": "BPE", "vocab": {}, "merges": []},
+    }
 
 
 def _split(regex: str) -> dict[str, Any]:
@@ -40,9 +44,20 @@ def _split(regex: str) -> dict[str, Any]:
 
 @pytest.mark.parametrize(
     ("regex", "local"),
-    [(O200K_LIKE, True), (r"\s++$|\s+(?!\S)|\s", True), (r"(?<=a)b", False), (r"\bword", False),
-     (r"^\s+", False), (r".+", False), (r"\w+", False), (r"[^\s]+", False), (r"(?=ab)a", False),
-     (r"\S+", False), (r"(a)\1", False), (r"\p{P}+", False)],
+    [
+        (O200K_LIKE, True),
+        (r"\s++$|\s+(?!\S)|\s", True),
+        (r"(?<=a)b", False),
+        (r"\bword", False),
+        (r"^\s+", False),
+        (r".+", False),
+        (r"\w+", False),
+        (r"[^\s]+", False),
+        (r"(?=ab)a", False),
+        (r"\S+", False),
+        (r"(a)\1", False),
+        (r"\p{P}+", False),
+    ],
 )
 def test_regex_locality_check(regex: str, local: bool) -> None:
     assert regex_is_local(regex) is local
@@ -60,8 +75,9 @@ def test_modes_follow_components() -> None:
     assert analyse(_doc({"type": "Whitespace"})).mode == "verified"
     assert analyse(_doc({"type": "SomethingNew"})).mode == "verified"
     assert analyse(_doc(_split(r"\b\w+\b"))).mode == "verified"
-    meta = analyse(_doc({"type": "Metaspace", "replacement": "▁", "prepend_scheme": "first",
-                         "split": True}))
+    meta = analyse(
+        _doc({"type": "Metaspace", "replacement": "▁", "prepend_scheme": "first", "split": True})
+    )
     assert meta.mode == "verified"
     assert meta.window_json is not None
     assert json.loads(meta.window_json)["pre_tokenizer"]["prepend_scheme"] == "never"
@@ -95,13 +111,18 @@ def _trained(pre: Any, norm: Any = None) -> tokenizers.Tokenizer:
 UNKNOWN_STACKS = {
     "metaspace-first": (pre_tokenizers.Metaspace(prepend_scheme="first"), None),
     "metaspace-always-nosplit": (
-        pre_tokenizers.Metaspace(prepend_scheme="always", split=False), None),
+        pre_tokenizers.Metaspace(prepend_scheme="always", split=False),
+        None,
+    ),
     "whitespace-lowercase": (pre_tokenizers.Whitespace(), normalizers.Lowercase()),
-    "punct-nfkc": (pre_tokenizers.Sequence(
-        [pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Punctuation()]), normalizers.NFKC()),
+    "punct-nfkc": (
+        pre_tokenizers.Sequence([pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Punctuation()]),
+        normalizers.NFKC(),
+    ),
 }
-SEAM = st.lists(st.sampled_from([*" \t\n\r'sa1Ａ.<|é\u0301", "<s>", "<|sep|>", "sep|>"]),
-                max_size=10).map("".join)
+SEAM = st.lists(
+    st.sampled_from([*" \t\n\r'sa1Ａ.<|é\u0301", "<s>", "<|sep|>", "sep|>"]), max_size=10
+).map("".join)
 
 
 @pytest.mark.parametrize("stack", sorted(UNKNOWN_STACKS))
@@ -112,8 +133,12 @@ def test_unknown_components_stay_exact(stack: str) -> None:
     assert IncrementalEncoder(tok)._eng.plan.mode == "verified"
     ran = []
 
-    @settings(max_examples=int(os.environ.get("TTFTSCOPE_INCR_EXAMPLES", "100")) // 2,
-              deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+    @settings(
+        max_examples=int(os.environ.get("TTFTSCOPE_INCR_EXAMPLES", "100")) // 2,
+        deadline=None,
+        derandomize=True,
+        suppress_health_check=[HealthCheck.too_slow],
+    )
     @given(a=SEAM, b=SEAM, cut=st.integers(0, 300))
     def run(a: str, b: str, cut: int) -> None:
         enc = IncrementalEncoder(tok)
@@ -130,13 +155,37 @@ def test_stripping_added_tokens_stay_exact(family: str, load_family: Any) -> Non
     """Added tokens that eat white space around them (lstrip/rstrip) never straddle a cut."""
     base = load_family(family).hf
     tok = tokenizers.Tokenizer.from_str(base.to_str())
-    tok.add_special_tokens([tokenizers.AddedToken("<mask>", lstrip=True, rstrip=True),
-                            tokenizers.AddedToken("[SEP]", lstrip=True)])
+    tok.add_special_tokens(
+        [
+            tokenizers.AddedToken("<mask>", lstrip=True, rstrip=True),
+            tokenizers.AddedToken("[SEP]", lstrip=True),
+        ]
+    )
     enc = IncrementalEncoder(tok)
     assert enc._eng.plan.strip_tokens
     text = mixed_text(1500, seed=2)
-    pieces = ["  ", "<ma", "sk>", "   ", "x", " \n ", "<mask>", "  ", "[S", "EP]", " ", "tail  ",
-              "[SEP]", "\t\t", "<mask>", "end", " " * 40, "<mask>", " " * 40, "word"]
+    pieces = [
+        "  ",
+        "<ma",
+        "sk>",
+        "   ",
+        "x",
+        " \n ",
+        "<mask>",
+        "  ",
+        "[S",
+        "EP]",
+        " ",
+        "tail  ",
+        "[SEP]",
+        "\t\t",
+        "<mask>",
+        "end",
+        " " * 40,
+        "<mask>",
+        " " * 40,
+        "word",
+    ]
     for piece in pieces:
         text += piece
         assert enc.encode(text) == tok.encode(text, add_special_tokens=False).ids, repr(text[-30:])

@@ -12,15 +12,31 @@ import pytest
 
 from ttftscope.assets import package_file
 from ttftscope.errors import TokenizerError
-from ttftscope.tokenization import Tokenizer, load_tokenizer
 from ttftscope.tokenization import fixture_build as fb
 from ttftscope.tokenization.fixtures import FAMILIES
+from ttftscope.tokenization.loader import Tokenizer, load_tokenizer
 
 SMALL = (
-    "Hello world", " Hello  world ", "  leading", "trailing  ", "a\r\nb\r\n", "x\n\n\ny",
-    "1234567 89", "3.14159, -42", "naïve café Äpfel", "日本語のテキスト", "🤗🦙 👨‍👩‍👧",
-    "don't I'M you'll", "\t\tindent\tx", "", " ", "\n", "def f(x):\n    return x  # hi\n",
-    "man\u0303ana", "<div>&amp;</div>", "x" * 300,
+    "Hello world",
+    " Hello  world ",
+    "  leading",
+    "trailing  ",
+    "a\r\nb\r\n",
+    "x\n\n\ny",
+    "1234567 89",
+    "3.14159, -42",
+    "naïve café Äpfel",
+    "日本語のテキスト",
+    "🤗🦙 👨‍👩‍👧",
+    "don't I'M you'll",
+    "\t\tindent\tx",
+    "",
+    " ",
+    "\n",
+    "def f(x):\n    return x  # hi\n",
+    "man\u0303ana",
+    "<div>&amp;</div>",
+    "x" * 300,
 )
 GGUF_FAMILIES = ("llama2", "llama3", "qwen2")
 
@@ -81,12 +97,20 @@ def test_byte_level_offsets_tile_ascii_text(
 
 @pytest.mark.parametrize(
     ("family", "bos", "template_marker"),
-    [("llama3", "<|begin_of_text|>", "<|start_header_id|>"), ("qwen2", None, "<|im_start|>"),
-     ("cl100k", None, "<|im_start|>"), ("o200k", None, "<|im_start|>"),
-     ("gpt2", None, None), ("mistral_v3", "<s>", "[INST]"), ("tekken", "<s>", None)],
+    [
+        ("llama3", "<|begin_of_text|>", "<|start_header_id|>"),
+        ("qwen2", None, "<|im_start|>"),
+        ("cl100k", None, "<|im_start|>"),
+        ("o200k", None, "<|im_start|>"),
+        ("gpt2", None, None),
+        ("mistral_v3", "<s>", "[INST]"),
+        ("tekken", "<s>", None),
+    ],
 )
 def test_config_fields(
-    family: str, bos: str | None, template_marker: str | None,
+    family: str,
+    bos: str | None,
+    template_marker: str | None,
     load_family: Callable[[str], Tokenizer],
 ) -> None:
     tok = load_family(family)
@@ -154,9 +178,14 @@ def test_chat_template_jinja_wins_and_named_templates(
     folder = tmp_path / "m"
     folder.mkdir()
     shutil.copy(tokenizer_paths["gpt2"] / "tokenizer.json", folder)
-    cfg = {"chat_template": [{"name": "tool_use", "template": "T"},
-                             {"name": "default", "template": "D"}],
-           "bos_token": {"content": "<|endoftext|>"}, "eos_token": "<|endoftext|>"}
+    cfg = {
+        "chat_template": [
+            {"name": "tool_use", "template": "T"},
+            {"name": "default", "template": "D"},
+        ],
+        "bos_token": {"content": "<|endoftext|>"},
+        "eos_token": "<|endoftext|>",
+    }
     (folder / "tokenizer_config.json").write_text(json.dumps(cfg))
     tok = load_tokenizer(folder)
     assert (tok.chat_template, tok.bos_token) == ("D", "<|endoftext|>")

@@ -11,9 +11,9 @@ import tokenizers
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ttftscope.tokenization import IncrementalEncoder
 from ttftscope.tokenization import spacewindow as sw
 from ttftscope.tokenization.engines import engines_for
+from ttftscope.tokenization.incremental import IncrementalEncoder
 
 MARK = "\u2581"
 CLASS_CHARS = [MARK, "aZ", "07", "(,_", "\n\t", "é日😀"]  # one entry per class, "other" last
@@ -28,9 +28,11 @@ def _class(ch: str) -> int:
 @settings(max_examples=300, deadline=None, derandomize=True)
 @given(joinable=RELATIONS, text=TEXTS)
 def test_chunks_cut_only_between_classes_nothing_joins(
-        joinable: set[tuple[int, int]], text: str) -> None:
+    joinable: set[tuple[int, int]], text: str
+) -> None:
     assert [sw._class_of(c) for c in "".join(CLASS_CHARS)] == [
-        _class(c) for c in "".join(CLASS_CHARS)]
+        _class(c) for c in "".join(CLASS_CHARS)
+    ]
     chunks = sw.chunk_regex(joinable).findall(text)
     assert "".join(chunks) == text
     for left, right in pairwise(chunks):
@@ -61,10 +63,16 @@ def test_lone_characters_are_those_no_merge_result_holds() -> None:
     assert "1" in lone and "\t" in lone and len(lone) == 124
 
 
-def _sentencepiece(merges: list[tuple[str, str]], *, byte_fallback: bool = True,
-                   fuse_unk: bool = True, missing_bytes: str = "",
-                   added: tuple[dict[str, object], ...] = (), normalizer: Any = None,
-                   **model: object) -> tokenizers.Tokenizer:
+def _sentencepiece(
+    merges: list[tuple[str, str]],
+    *,
+    byte_fallback: bool = True,
+    fuse_unk: bool = True,
+    missing_bytes: str = "",
+    added: tuple[dict[str, object], ...] = (),
+    normalizer: Any = None,
+    **model: object,
+) -> tokenizers.Tokenizer:
     """A Llama-2-style tokenizer (Prepend + Replace, no pre-tokenizer) over a tiny alphabet."""
     alphabet = [MARK, *"abcxyz()_,.0123456789\n"]
     vocab = {"<unk>": 0}
@@ -74,32 +82,94 @@ def _sentencepiece(merges: list[tuple[str, str]], *, byte_fallback: bool = True,
     for token in alphabet + [a + b for a, b in merges]:
         vocab.setdefault(token, len(vocab))
     doc: dict[str, Any] = {
-        "version": "1.0", "truncation": None, "padding": None,
-        "added_tokens": [{"id": len(vocab) + i, "single_word": False, "lstrip": False,
-                          "rstrip": False, "normalized": False, "special": False, **t}
-                         for i, t in enumerate(added)],
-        "normalizer": normalizer or {"type": "Sequence", "normalizers": [
-            {"type": "Prepend", "prepend": MARK},
-            {"type": "Replace", "pattern": {"String": " "}, "content": MARK}]},
-        "pre_tokenizer": None, "post_processor": None, "decoder": None,
-        "model": {"type": "BPE", "dropout": None, "unk_token": "<unk>",
-                  "continuing_subword_prefix": None, "end_of_word_suffix": None,
-                  "fuse_unk": fuse_unk, "byte_fallback": byte_fallback, "ignore_merges": False,
-                  "vocab": vocab, "merges": [list(m) for m in merges], **model},
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": [
+            {
+                "id": len(vocab) + i,
+                "single_word": False,
+                "lstrip": False,
+                "rstrip": False,
+                "normalized": False,
+                "special": False,
+                **t,
+            }
+            for i, t in enumerate(added)
+        ],
+        "normalizer": normalizer
+        or {
+            "type": "Sequence",
+            "normalizers": [
+                {"type": "Prepend", "prepend": MARK},
+                {"type": "Replace", "pattern": {"String": " "}, "content": MARK},
+            ],
+        },
+        "pre_tokenizer": None,
+        "post_processor": None,
+        "decoder": None,
+        "model": {
+            "type": "BPE",
+            "dropout": None,
+            "unk_token": "<unk>",
+            "continuing_subword_prefix": None,
+            "end_of_word_suffix": None,
+            "fuse_unk": fuse_unk,
+            "byte_fallback": byte_fallback,
+            "ignore_merges": False,
+            "vocab": vocab,
+            "merges": [list(m) for m in merges],
+            **model,
+        },
     }
     return tokenizers.Tokenizer.from_str(json.dumps(doc))
 
 
 # merges that join letters to "(", "(" to digits and digits to digits: cuts there are unsafe
-CROSSING = [("a", "("), ("(", "1"), ("1", "2"), ("12", "3"), (MARK, "a"), (MARK + "a", "b"),
-            ("c", "\n"), ("x", "_"), ("_", "y"), ("a(", "1")]
-SNIPPETS = st.lists(st.sampled_from(
-    ["a(", "a(1", "(12", "123", " ab", "  a", "c\n", "x_y", "é", "日本", "😀", " ", "\n\n",
-     "z", "b.", "9", "0", ",", "x_", "_y"]), max_size=20).map("".join)
+CROSSING = [
+    ("a", "("),
+    ("(", "1"),
+    ("1", "2"),
+    ("12", "3"),
+    (MARK, "a"),
+    (MARK + "a", "b"),
+    ("c", "\n"),
+    ("x", "_"),
+    ("_", "y"),
+    ("a(", "1"),
+]
+SNIPPETS = st.lists(
+    st.sampled_from(
+        [
+            "a(",
+            "a(1",
+            "(12",
+            "123",
+            " ab",
+            "  a",
+            "c\n",
+            "x_y",
+            "é",
+            "日本",
+            "😀",
+            " ",
+            "\n\n",
+            "z",
+            "b.",
+            "9",
+            "0",
+            ",",
+            "x_",
+            "_y",
+        ]
+    ),
+    max_size=20,
+).map("".join)
 
 
-@pytest.mark.parametrize(("byte_fallback", "fuse_unk"), [(True, True), (False, True),
-                                                         (False, False)])
+@pytest.mark.parametrize(
+    ("byte_fallback", "fuse_unk"), [(True, True), (False, True), (False, False)]
+)
 def test_windows_match_hf_when_merges_cross_classes(byte_fallback: bool, fuse_unk: bool) -> None:
     hf = _sentencepiece(CROSSING, byte_fallback=byte_fallback, fuse_unk=fuse_unk)
     eng = engines_for(hf)
@@ -123,7 +193,7 @@ def test_windows_match_hf_when_merges_cross_classes(byte_fallback: bool, fuse_un
 
 
 @pytest.mark.parametrize("setting", [{"ignore_merges": True}, {"end_of_word_suffix": "</w>"}])
-def test_models_that_treat_a_segment_as_a_word_are_not_split(setting: dict[str, object]) -> None:
+def test_models_that_treat_a_segment_as_a_word_are_not_split(setting: dict[str, Any]) -> None:
     hf = _sentencepiece(CROSSING, **setting)
     assert engines_for(hf).plan.mode == "verified"
     enc = IncrementalEncoder(hf)
@@ -165,15 +235,21 @@ def test_unknown_characters_held_back_by_hf_keep_windows_in_words() -> None:
 
 def test_normalized_added_tokens_are_not_cut_by_words() -> None:
     replace_only = {"type": "Replace", "pattern": {"String": " "}, "content": MARK}
-    hf = _sentencepiece(CROSSING, normalizer=replace_only,
-                        added=({"content": " a", "normalized": True},))
+    hf = _sentencepiece(
+        CROSSING, normalizer=replace_only, added=({"content": " a", "normalized": True},)
+    )
     assert engines_for(hf).plan.mode == "verified"
     _exact_on_appends(hf, ["xb xb xb xb", MARK + "a", " a(12 b", MARK + MARK + "a"])
 
 
 def test_added_tokens_the_model_can_also_make_are_exact() -> None:
-    hf = _sentencepiece(CROSSING, added=({"content": "0", "single_word": True},
-                                         {"content": "(", "lstrip": True, "special": True}))
+    hf = _sentencepiece(
+        CROSSING,
+        added=(
+            {"content": "0", "single_word": True},
+            {"content": "(", "lstrip": True, "special": True},
+        ),
+    )
     _exact_on_appends(hf, [" d\x0c 日  x-", "02", " a (b", " 0 x0 (1", "a(1 0"])
 
 

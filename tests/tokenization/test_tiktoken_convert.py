@@ -12,8 +12,8 @@ import tokenizers
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ttftscope.tokenization import Tokenizer
 from ttftscope.tokenization import fixture_build as fb
+from ttftscope.tokenization.loader import Tokenizer
 from ttftscope.tokenization.tiktoken_convert import (
     adapt_pattern,
     bytes_to_unicode,
@@ -47,7 +47,7 @@ def train_ranks(corpus: str, n_merges: int) -> dict[bytes, int]:
             i = 0
             while i < len(w) - 1:
                 if w[i] == a and w[i + 1] == b:
-                    w[i:i + 2] = [a + b]
+                    w[i : i + 2] = [a + b]
                 i += 1
     return ranks
 
@@ -61,8 +61,18 @@ def synthetic() -> tuple[tiktoken.Encoding, tokenizers.Tokenizer]:
 
 
 TEXT = st.lists(
-    st.sampled_from([*"the quick fox dog THE 0123456789 \n\r\t'.,;!é日🤗", "<|end|>", "the ",
-                     "'s", "'LL", "1234567", "\r\n", "  "]),
+    st.sampled_from(
+        [
+            *"the quick fox dog THE 0123456789 \n\r\t'.,;!é日🤗",
+            "<|end|>",
+            "the ",
+            "'s",
+            "'LL",
+            "1234567",
+            "\r\n",
+            "  ",
+        ]
+    ),
     max_size=60,
 ).map("".join)
 
@@ -95,9 +105,15 @@ def test_special_ids_and_offset_are_kept() -> None:
 def test_possessive_interval_is_rewritten_because_onig_reads_it_as_a_repeat() -> None:
     raw = known_encodings()["cl100k_base"].pat_str
     assert r"\p{N}{1,3}+" in raw
+
     def split(p: str) -> list[str]:
-        return [s for s, _ in tokenizers.pre_tokenizers.Split(
-            tokenizers.Regex(p), behavior="isolated").pre_tokenize_str("1234567")]
+        return [
+            s
+            for s, _ in tokenizers.pre_tokenizers.Split(
+                tokenizers.Regex(p), behavior="isolated"
+            ).pre_tokenize_str("1234567")
+        ]
+
     assert split(raw) == ["1234567"]  # the trap: any run of digits in one piece
     assert split(adapt_pattern(raw)) == ["123", "456", "7"]
     assert adapt_pattern(r"a++b*+c?+\{1,2}+") == r"a++b*+c?+\{1,2}+"
@@ -129,8 +145,9 @@ REAL_TEXT = st.text(
 )
 
 
-@settings(max_examples=300, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(text=REAL_TEXT)
 def test_cl100k_random_text_matches_tiktoken(
     text: str, load_family: Callable[[str], Tokenizer]

@@ -24,45 +24,61 @@ from ttftscope.metrics.prom import MetricsDelta, MetricsSnapshot, SampleView
 Engine = Literal["vllm-v1", "vllm-v0", "sglang", "unknown"]
 Quantity = Literal["ttft", "queue", "prefill", "decode", "e2e", "inference"]
 
-_V0_MARKERS = ("vllm:gpu_prefix_cache_hit_rate", "vllm:cpu_prefix_cache_hit_rate",
-               "vllm:num_requests_swapped", "vllm:cpu_cache_usage_perc")
+_V0_MARKERS = (
+    "vllm:gpu_prefix_cache_hit_rate",
+    "vllm:cpu_prefix_cache_hit_rate",
+    "vllm:num_requests_swapped",
+    "vllm:cpu_cache_usage_perc",
+)
 # SGLang >= 0.5.4 may write "sglang_" instead of "sglang:"; both spellings are tried.
 _SG = ("sglang:", "sglang_")
 
 HISTOGRAMS: dict[str, dict[Quantity, tuple[str, ...]]] = {
-    "vllm": {"ttft": ("vllm:time_to_first_token_seconds",),
-             "queue": ("vllm:request_queue_time_seconds", "vllm:time_in_queue_requests"),
-             "prefill": ("vllm:request_prefill_time_seconds",),
-             "decode": ("vllm:request_decode_time_seconds",),
-             "e2e": ("vllm:e2e_request_latency_seconds",),
-             "inference": ("vllm:request_inference_time_seconds",)},
-    "sglang": {"ttft": tuple(p + "time_to_first_token_seconds" for p in _SG),
-               "queue": tuple(p + "queue_time_seconds" for p in _SG),
-               "e2e": tuple(p + "e2e_request_latency_seconds" for p in _SG)},
+    "vllm": {
+        "ttft": ("vllm:time_to_first_token_seconds",),
+        "queue": ("vllm:request_queue_time_seconds", "vllm:time_in_queue_requests"),
+        "prefill": ("vllm:request_prefill_time_seconds",),
+        "decode": ("vllm:request_decode_time_seconds",),
+        "e2e": ("vllm:e2e_request_latency_seconds",),
+        "inference": ("vllm:request_inference_time_seconds",),
+    },
+    "sglang": {
+        "ttft": tuple(p + "time_to_first_token_seconds" for p in _SG),
+        "queue": tuple(p + "queue_time_seconds" for p in _SG),
+        "e2e": tuple(p + "e2e_request_latency_seconds" for p in _SG),
+    },
 }
 # Counter family names (the exposition adds "_total").
 COUNTERS: dict[str, dict[str, tuple[str, ...]]] = {
-    "vllm": {"prefix_queries": ("vllm:prefix_cache_queries", "vllm:gpu_prefix_cache_queries"),
-             "prefix_hits": ("vllm:prefix_cache_hits", "vllm:gpu_prefix_cache_hits"),
-             "cached_tokens": ("vllm:prompt_tokens_cached",),
-             "prompt_tokens": ("vllm:prompt_tokens",),
-             "generation_tokens": ("vllm:generation_tokens",),
-             "preemptions": ("vllm:num_preemptions",),
-             "finished": ("vllm:request_success",)},
-    "sglang": {"prompt_tokens": tuple(p + "prompt_tokens" for p in _SG),
-               "cached_tokens": tuple(p + "cached_tokens" for p in _SG),
-               "generation_tokens": tuple(p + "generation_tokens" for p in _SG),
-               "finished": tuple(p + "num_requests" for p in _SG)},
+    "vllm": {
+        "prefix_queries": ("vllm:prefix_cache_queries", "vllm:gpu_prefix_cache_queries"),
+        "prefix_hits": ("vllm:prefix_cache_hits", "vllm:gpu_prefix_cache_hits"),
+        "cached_tokens": ("vllm:prompt_tokens_cached",),
+        "prompt_tokens": ("vllm:prompt_tokens",),
+        "generation_tokens": ("vllm:generation_tokens",),
+        "preemptions": ("vllm:num_preemptions",),
+        "finished": ("vllm:request_success",),
+    },
+    "sglang": {
+        "prompt_tokens": tuple(p + "prompt_tokens" for p in _SG),
+        "cached_tokens": tuple(p + "cached_tokens" for p in _SG),
+        "generation_tokens": tuple(p + "generation_tokens" for p in _SG),
+        "finished": tuple(p + "num_requests" for p in _SG),
+    },
 }
 GAUGES: dict[str, dict[str, tuple[str, ...]]] = {
-    "vllm": {"running": ("vllm:num_requests_running",),
-             "waiting": ("vllm:num_requests_waiting",),
-             "kv_cache_usage": ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"),
-             "hit_rate": ("vllm:gpu_prefix_cache_hit_rate",)},
-    "sglang": {"running": tuple(p + "num_running_reqs" for p in _SG),
-               "waiting": tuple(p + "num_queue_reqs" for p in _SG),
-               "kv_cache_usage": tuple(p + "token_usage" for p in _SG),
-               "hit_rate": tuple(p + "cache_hit_rate" for p in _SG)},
+    "vllm": {
+        "running": ("vllm:num_requests_running",),
+        "waiting": ("vllm:num_requests_waiting",),
+        "kv_cache_usage": ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"),
+        "hit_rate": ("vllm:gpu_prefix_cache_hit_rate",),
+    },
+    "sglang": {
+        "running": tuple(p + "num_running_reqs" for p in _SG),
+        "waiting": tuple(p + "num_queue_reqs" for p in _SG),
+        "kv_cache_usage": tuple(p + "token_usage" for p in _SG),
+        "hit_rate": tuple(p + "cache_hit_rate" for p in _SG),
+    },
 }
 # Fractions are averaged over label sets; counts of requests add up.
 _MEAN_GAUGES = {"kv_cache_usage", "hit_rate"}
@@ -72,7 +88,11 @@ ENGINE_LABEL = {"vllm": "engine", "sglang": "dp_rank"}
 
 @dataclass
 class ServerBreakdown:
-    """What the server says one request window cost; ``None`` = the server did not say."""
+    """What the server says one request window cost; ``None`` = the server did not say.
+
+    >>> ServerBreakdown(engine="unknown").ttft_s is None
+    True
+    """
 
     engine: str
     ttft_s: float | None = None
@@ -146,13 +166,19 @@ class _Reader:
         name = self._first(HISTOGRAMS.get(self.kind, {}).get(qty, ()), "_count")
         if name is None:
             return None, None, None
-        return (self.view.value(name + "_sum", self.match),
-                self.view.value(name + "_count", self.match), name)
+        return (
+            self.view.value(name + "_sum", self.match),
+            self.view.value(name + "_count", self.match),
+            name,
+        )
 
     def counter(self, key: str, match: Mapping[str, str] | None = None) -> float | None:
         name = self._first(COUNTERS.get(self.kind, {}).get(key, ()), "_total")
-        return None if name is None else self.view.value(name + "_total",
-                                                         {**self.match, **(match or {})})
+        return (
+            None
+            if name is None
+            else self.view.value(name + "_total", {**self.match, **(match or {})})
+        )
 
     def gauge(self, key: str) -> float | None:
         name = self._first(GAUGES.get(self.kind, {}).get(key, ()), "")
@@ -165,12 +191,18 @@ class _Reader:
         return total / len(found) if key in _MEAN_GAUGES else total
 
 
-_WHAT = {"ttft": "server TTFT", "queue": "queue time", "prefill": "prefill time",
-         "decode": "decode time", "e2e": "end-to-end latency"}
+_WHAT = {
+    "ttft": "server TTFT",
+    "queue": "queue time",
+    "prefill": "prefill time",
+    "decode": "decode time",
+    "e2e": "end-to-end latency",
+}
 
 
-def breakdown(delta: MetricsDelta, *, model: str | None = None,
-              match: Mapping[str, str] | None = None) -> ServerBreakdown:
+def breakdown(
+    delta: MetricsDelta, *, model: str | None = None, match: Mapping[str, str] | None = None
+) -> ServerBreakdown:
     """Neutral per-window breakdown from a scrape delta; missing metrics become notes.
 
     ``model`` filters on the ``model_name`` label; ``match`` adds any other label filter
@@ -184,8 +216,10 @@ def breakdown(delta: MetricsDelta, *, model: str | None = None,
     out = ServerBreakdown(engine=engine)
     out.notes.extend(delta.notes)
     if engine == "unknown":
-        out.notes.append("no vLLM or SGLang metrics found: the server is another kind or "
-                         "api.metrics_url points elsewhere; server-side breakdown unavailable")
+        out.notes.append(
+            "no vLLM or SGLang metrics found: the server is another kind or "
+            "api.metrics_url points elsewhere; server-side breakdown unavailable"
+        )
         return out
     prefix = "sglang" if engine == "sglang" else "vllm:"
     out.models = tuple(delta.label_values("model_name", prefix))
@@ -201,23 +235,30 @@ def breakdown(delta: MetricsDelta, *, model: str | None = None,
     out.running, out.waiting = rd.gauge("running"), rd.gauge("waiting")
     out.kv_cache_usage = rd.gauge("kv_cache_usage")
     if model is None and len(out.models) > 1:
-        out.notes.append(f"metrics cover several models ({', '.join(out.models)}) and were "
-                         "summed; pass the model name to look at one")
+        out.notes.append(
+            f"metrics cover several models ({', '.join(out.models)}) and were "
+            "summed; pass the model name to look at one"
+        )
     return out
 
 
-def _resolve_model(models: tuple[str, ...], model: str | None,
-                   notes: list[str]) -> tuple[str | None, bool]:
+def _resolve_model(
+    models: tuple[str, ...], model: str | None, notes: list[str]
+) -> tuple[str | None, bool]:
     """The model label to filter on, and whether any series can match it."""
     if model is None or not models or model in models:
         return model, True
     if len(models) == 1:
         # Served under an alias: vLLM labels everything with its first served model name.
-        notes.append(f"the metrics name model {models[0]!r}, not {model!r}; using {models[0]!r} "
-                     "(the server's only model)")
+        notes.append(
+            f"the metrics name model {models[0]!r}, not {model!r}; using {models[0]!r} "
+            "(the server's only model)"
+        )
         return models[0], True
-    notes.append(f"the metrics have no series for model {model!r} (they name: "
-                 f"{', '.join(models)}); pass the served model name, or none to sum all")
+    notes.append(
+        f"the metrics have no series for model {model!r} (they name: "
+        f"{', '.join(models)}); pass the served model name, or none to sum all"
+    )
     return model, False
 
 
@@ -231,23 +272,31 @@ def _fill_latencies(out: ServerBreakdown, rd: _Reader) -> None:
         if name is None:
             out.notes.append(_missing_note(qty, out.engine))
         elif qty == "ttft" and not count:
-            out.notes.append("no request finished its first token between the scrapes: scrape "
-                             "again after the stream ends (vLLM publishes metrics ~0.1-1 s "
-                             "late), or the traffic went to another server/model")
+            out.notes.append(
+                "no request finished its first token between the scrapes: scrape "
+                "again after the stream ends (vLLM publishes metrics ~0.1-1 s "
+                "late), or the traffic went to another server/model"
+            )
         elif qty == "ttft" and count and count > 1:
-            out.notes.append(f"{count:g} requests reached their first token in the window: "
-                             "other traffic ran, so the *_s values are totals over them, "
-                             "not one request's")
+            out.notes.append(
+                f"{count:g} requests reached their first token in the window: "
+                "other traffic ran, so the *_s values are totals over them, "
+                "not one request's"
+            )
 
 
 def _missing_note(qty: str, engine: str) -> str:
     what = _WHAT[qty]
     if qty == "prefill" and engine == "sglang":
-        return ("SGLang exposes no per-request prefill-time histogram: prefill and front-end "
-                "time cannot be separated from server TTFT")
+        return (
+            "SGLang exposes no per-request prefill-time histogram: prefill and front-end "
+            "time cannot be separated from server TTFT"
+        )
     if qty in ("queue", "prefill"):
-        return (f"the server exposes no {what} histogram (older vLLM?): the front-end share "
-                "of server TTFT (template, tokenization) cannot be isolated")
+        return (
+            f"the server exposes no {what} histogram (older vLLM?): the front-end share "
+            "of server TTFT (template, tokenization) cannot be isolated"
+        )
     return f"the server exposes no {what} histogram; {what} unknown"
 
 
@@ -268,25 +317,32 @@ def _fill_tokens(out: ServerBreakdown, rd: _Reader) -> None:
 def _fill_vllm_prefix(out: ServerBreakdown, rd: _Reader) -> None:
     out.prefix_queries, out.prefix_hits = rd.counter("prefix_queries"), rd.counter("prefix_hits")
     if out.cached_tokens is None:
-        out.cached_tokens = rd.view.value("vllm:prompt_tokens_by_source_total",
-                                          {**rd.match, "source": "local_cache_hit"})
+        out.cached_tokens = rd.view.value(
+            "vllm:prompt_tokens_by_source_total", {**rd.match, "source": "local_cache_hit"}
+        )
     kv = rd.view.histogram("vllm:request_prefill_kv_computed_tokens", rd.match)
     out.computed_tokens = kv.sum if kv is not None else None
     if out.prefix_queries is not None and out.prefix_hits is not None:
         if out.prefix_queries > 0:
             out.prefix_hit_rate = out.prefix_hits / out.prefix_queries
         else:
-            out.notes.append("no prefix-cache lookups in the window: no prompt was scheduled "
-                             "between the scrapes, or prefix caching is off")
+            out.notes.append(
+                "no prefix-cache lookups in the window: no prompt was scheduled "
+                "between the scrapes, or prefix caching is off"
+            )
         return
     rate = rd.gauge("hit_rate")
     if rate is not None:
         out.prefix_hit_rate = rate
-        out.notes.append("prefix hit rate comes from vllm:gpu_prefix_cache_hit_rate (old V0 "
-                         "gauge): a block hit rate since server start, not this request's")
+        out.notes.append(
+            "prefix hit rate comes from vllm:gpu_prefix_cache_hit_rate (old V0 "
+            "gauge): a block hit rate since server start, not this request's"
+        )
     else:
-        out.notes.append("the server exposes no prefix-cache counters: prefix hits unknown "
-                         "(start vLLM with --enable-prefix-caching, or upgrade)")
+        out.notes.append(
+            "the server exposes no prefix-cache counters: prefix hits unknown "
+            "(start vLLM with --enable-prefix-caching, or upgrade)"
+        )
 
 
 def _fill_sglang_prefix(out: ServerBreakdown, rd: _Reader) -> None:
@@ -298,15 +354,20 @@ def _fill_sglang_prefix(out: ServerBreakdown, rd: _Reader) -> None:
     rate = rd.gauge("hit_rate")
     out.prefix_hit_rate = rate
     if rate is not None:
-        out.notes.append("prefix hit rate comes from sglang:cache_hit_rate: a recent-window "
-                         "gauge of the scheduler, not this request's exact hit rate")
+        out.notes.append(
+            "prefix hit rate comes from sglang:cache_hit_rate: a recent-window "
+            "gauge of the scheduler, not this request's exact hit rate"
+        )
     else:
-        out.notes.append("SGLang exposed neither cached_tokens_total nor cache_hit_rate: "
-                         "prefix hits unknown (start it with --enable-metrics)")
+        out.notes.append(
+            "SGLang exposed neither cached_tokens_total nor cache_hit_rate: "
+            "prefix hits unknown (start it with --enable-metrics)"
+        )
 
 
-def breakdown_per_engine(delta: MetricsDelta, *,
-                         model: str | None = None) -> dict[str, ServerBreakdown]:
+def breakdown_per_engine(
+    delta: MetricsDelta, *, model: str | None = None
+) -> dict[str, ServerBreakdown]:
     """One breakdown per engine replica (vLLM ``engine`` label, SGLang ``dp_rank``).
 
     Servers without such a label give one entry under ``"*"``.
@@ -315,12 +376,12 @@ def breakdown_per_engine(delta: MetricsDelta, *,
     fam = _family(whole.engine)
     if not whole.engines or not fam:
         return {"*": whole}
-    return {e: breakdown(delta, model=model, match={ENGINE_LABEL[fam]: e})
-            for e in whole.engines}
+    return {e: breakdown(delta, model=model, match={ENGINE_LABEL[fam]: e}) for e in whole.engines}
 
 
-def queue_depth(snapshot: MetricsSnapshot, *,
-                model: str | None = None) -> tuple[float | None, float | None]:
+def queue_depth(
+    snapshot: MetricsSnapshot, *, model: str | None = None
+) -> tuple[float | None, float | None]:
     """``(running, waiting)`` requests right now, summed over engines; None if not exposed.
 
     >>> from ttftscope.metrics.prom import parse
@@ -335,8 +396,9 @@ def queue_depth(snapshot: MetricsSnapshot, *,
     return rd.gauge("running"), rd.gauge("waiting")
 
 
-def latency_quantiles(view: SampleView, qty: Quantity, qs: Iterable[float], *,
-                      model: str | None = None) -> dict[float, float | None]:
+def latency_quantiles(
+    view: SampleView, qty: Quantity, qs: Iterable[float], *, model: str | None = None
+) -> dict[float, float | None]:
     """Quantiles of one latency (``"ttft"``, ``"queue"``, ...) over a window, any engine.
 
     >>> from ttftscope.metrics.prom import parse

@@ -1,4 +1,6 @@
-"""Prometheus text exposition: scrape, parse, snapshot, delta and histogram quantiles.
+"""Prometheus text exposition: parse, snapshot, delta and histogram quantiles.
+
+Scraping over HTTP is :mod:`.scrape`'s.
 
 A probe scrapes ``/metrics`` right before and right after one request; the difference of the
 two snapshots is that request's server-side story (histogram ``_sum`` deltas are its exact
@@ -20,9 +22,7 @@ import math
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from urllib.parse import urlsplit, urlunsplit
 
-import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from ttftscope.errors import MetricsError
@@ -31,9 +31,11 @@ Labels = frozenset[tuple[str, str]]
 SampleKey = tuple[str, Labels]
 
 # Samples that only ever grow while the process lives; everything else is read as a gauge.
-_MONOTONIC_SUFFIXES = {"counter": ("_total",), "histogram": ("_bucket", "_sum", "_count"),
-                       "summary": ("_sum", "_count")}
-_ACCEPT = "text/plain;version=0.0.4;q=1.0, */*;q=0.1"
+_MONOTONIC_SUFFIXES = {
+    "counter": ("_total",),
+    "histogram": ("_bucket", "_sum", "_count"),
+    "summary": ("_sum", "_count"),
+}
 
 
 def labels_of(mapping: Mapping[str, str] | None = None, **kw: str) -> Labels:
@@ -81,8 +83,9 @@ class SampleView:
 
     def series(self, name: str, match: Mapping[str, str] | None = None) -> dict[Labels, float]:
         """Every label set of sample ``name`` whose labels include ``match``, with its value."""
-        return {lab: v for (n, lab), v in self.samples.items()
-                if n == name and _matches(lab, match)}
+        return {
+            lab: v for (n, lab), v in self.samples.items() if n == name and _matches(lab, match)
+        }
 
     def value(self, name: str, match: Mapping[str, str] | None = None) -> float | None:
         """Sum of sample ``name`` over the matching label sets; None when none match."""
@@ -95,8 +98,9 @@ class SampleView:
 
     def label_values(self, label: str, prefix: str = "") -> list[str]:
         """Sorted distinct values of ``label`` over samples whose name starts with ``prefix``."""
-        return sorted({v for (n, lab) in self.samples if n.startswith(prefix)
-                       for k, v in lab if k == label})
+        return sorted(
+            {v for (n, lab) in self.samples if n.startswith(prefix) for k, v in lab if k == label}
+        )
 
     def histogram(self, name: str, match: Mapping[str, str] | None = None) -> HistogramDelta | None:
         """Histogram family ``name`` summed over matching label sets; None when absent."""
@@ -109,13 +113,18 @@ class SampleView:
             if not math.isnan(le):
                 by_le[le] = by_le.get(le, 0.0) + v
         total = self.value(f"{name}_sum", match)
-        return HistogramDelta(name, total or 0.0, math.fsum(counts.values()),
-                              tuple(sorted(by_le.items())))
+        return HistogramDelta(
+            name, total or 0.0, math.fsum(counts.values()), tuple(sorted(by_le.items()))
+        )
 
 
 @dataclass(frozen=True)
 class MetricsSnapshot(SampleView):
-    """One scrape: samples plus when it was taken (``time.monotonic_ns()``) and from where."""
+    """One scrape: samples plus when it was taken (``time.monotonic_ns()``) and from where.
+
+    >>> parse("vllm:num_requests_waiting 2\\n", taken_ns=0).taken_ns
+    0
+    """
 
     taken_ns: int = 0
     source: str = "<text>"
@@ -124,7 +133,13 @@ class MetricsSnapshot(SampleView):
 
 @dataclass(frozen=True)
 class MetricsDelta(SampleView):
-    """``after − before`` for counters and histograms, ``after`` for gauges."""
+    """``after − before`` for counters and histograms, ``after`` for gauges.
+
+    >>> before = parse("c_total 1\\n", taken_ns=0)
+    >>> after = parse("c_total 4\\n", taken_ns=2_000_000_000)
+    >>> delta(before, after).elapsed_s
+    2.0
+    """
 
     elapsed_s: float = 0.0
     resets: tuple[str, ...] = ()  # series that went down (server restart between scrapes)
@@ -147,9 +162,10 @@ def parse(text: str, *, source: str = "<text>", taken_ns: int | None = None) -> 
                 samples[(s.name, frozenset(s.labels.items()))] = float(s.value)
                 sample_family[s.name] = fam.name
     except (ValueError, TypeError, IndexError, KeyError) as exc:
-        raise MetricsError(f"cannot parse the metrics from {source}: {_locate(text, exc)}",
-                           hint="point api.metrics_url at the server's Prometheus /metrics "
-                                "endpoint") from None
+        raise MetricsError(
+            f"cannot parse the metrics from {source}: {_locate(text, exc)}",
+            hint="point api.metrics_url at the server's Prometheus /metrics endpoint",
+        ) from None
     _adopt_bare_totals(families, sample_family)
     stamp = time.monotonic_ns() if taken_ns is None else taken_ns
     return MetricsSnapshot(samples, families, sample_family, taken_ns=stamp, source=source)
@@ -160,8 +176,12 @@ def _adopt_bare_totals(families: dict[str, str], sample_family: dict[str, str]) 
     untyped; hand-written and some third-party expositions look like this, so adopt them."""
     for sample, fam in list(sample_family.items()):
         base = sample.removesuffix("_total")
-        if fam == sample and base != sample and families.get(fam) in ("unknown", "untyped") \
-                and families.get(base) == "counter":
+        if (
+            fam == sample
+            and base != sample
+            and families.get(fam) in ("unknown", "untyped")
+            and families.get(base) == "counter"
+        ):
             sample_family[sample] = base
             del families[fam]
 
@@ -177,101 +197,6 @@ def _locate(text: str, exc: Exception) -> str:
             shown = line if len(line) <= 120 else line[:117] + "..."
             return f"line {no}: {shown!r} ({line_exc})"
     return str(exc)
-
-
-def safe_url(url: str) -> str:
-    """The URL without user info or query string, safe to show in messages.
-
-    >>> safe_url("http://u:secret@h:8000/metrics?key=abc")
-    'http://h:8000/metrics'
-    """
-    try:
-        parts = urlsplit(url)
-        host = parts.hostname or ""
-        netloc = f"{host}:{parts.port}" if parts.port else host
-        return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
-    except ValueError:
-        return "<unparsable URL>"
-
-
-def _check_response(url: str, resp: httpx.Response) -> None:
-    shown = safe_url(url)
-    if resp.status_code == 404:
-        raise MetricsError(f"{shown} answered 404 Not Found",
-                           hint="this server exposes no /metrics; set api.metrics_url")
-    if resp.status_code in (401, 403):
-        raise MetricsError(f"{shown} answered {resp.status_code}: the metrics endpoint wants "
-                           "credentials", hint="pass the API key header to the scrape too")
-    if resp.status_code >= 400:
-        raise MetricsError(f"{shown} answered HTTP {resp.status_code}",
-                           hint="check that api.metrics_url points at a healthy server")
-    if "text/html" in resp.headers.get("content-type", ""):
-        raise MetricsError(f"{shown} answered an HTML page, not Prometheus metrics",
-                           hint="set api.metrics_url to the server's /metrics endpoint")
-
-
-def _transport_error(url: str, exc: httpx.HTTPError, timeout: float) -> MetricsError:
-    shown = safe_url(url)
-    if isinstance(exc, httpx.TimeoutException):
-        return MetricsError(f"{shown} gave no metrics within {timeout:g} s",
-                            hint="the server may be overloaded; raise the timeout or retry")
-    if isinstance(exc, httpx.ConnectError):
-        return MetricsError(f"cannot reach the metrics endpoint {shown} ({type(exc).__name__})",
-                            hint="check the server is running and api.metrics_url is right")
-    return MetricsError(f"scraping {shown} failed: {type(exc).__name__}",
-                        hint="check that api.metrics_url points at a running server")
-
-
-def _headers(headers: Mapping[str, str] | None) -> dict[str, str]:
-    return {"accept": _ACCEPT, **(headers or {})}
-
-
-def scrape(url: str, *, client: httpx.Client | None = None, timeout: float = 5.0,
-           headers: Mapping[str, str] | None = None) -> MetricsSnapshot:
-    """GET ``url`` and parse it; raise :class:`MetricsError` saying what to fix.
-
-    >>> scrape("http://127.0.0.1:8000/metrics").has("vllm:num_requests_running")  # doctest: +SKIP
-    True
-    """
-    own = client is None
-    http = httpx.Client(timeout=timeout) if client is None else client
-    start = time.monotonic_ns()
-    try:
-        resp = http.get(url, headers=_headers(headers), timeout=timeout, follow_redirects=True)
-    except httpx.HTTPError as exc:
-        raise _transport_error(url, exc, timeout) from None
-    finally:
-        if own:
-            http.close()
-    return _finish(url, resp, start)
-
-
-async def ascrape(url: str, *, client: httpx.AsyncClient | None = None, timeout: float = 5.0,
-                  headers: Mapping[str, str] | None = None) -> MetricsSnapshot:
-    """Async twin of :func:`scrape`.
-
-    >>> await ascrape("http://127.0.0.1:8000/metrics")  # doctest: +SKIP
-    """
-    own = client is None
-    http = httpx.AsyncClient(timeout=timeout) if client is None else client
-    start = time.monotonic_ns()
-    try:
-        resp = await http.get(url, headers=_headers(headers), timeout=timeout,
-                              follow_redirects=True)
-    except httpx.HTTPError as exc:
-        raise _transport_error(url, exc, timeout) from None
-    finally:
-        if own:
-            await http.aclose()
-    return _finish(url, resp, start)
-
-
-def _finish(url: str, resp: httpx.Response, start_ns: int) -> MetricsSnapshot:
-    taken = time.monotonic_ns()
-    _check_response(url, resp)
-    snap = parse(resp.text, source=safe_url(url), taken_ns=taken)
-    return MetricsSnapshot(snap.samples, snap.families, snap.sample_family, taken_ns=taken,
-                           source=snap.source, scrape_s=(taken - start_ns) / 1e9)
 
 
 def _monotonic_family(snap: SampleView, sample: str) -> str | None:
@@ -331,24 +256,34 @@ def delta(before: MetricsSnapshot, after: MetricsSnapshot) -> MetricsDelta:
         else:
             values[key] = v - before.samples.get(key, 0.0)
     notes = _delta_notes(before, after, resets)
-    return MetricsDelta(values, dict(after.families), dict(after.sample_family),
-                        elapsed_s=(after.taken_ns - before.taken_ns) / 1e9,
-                        resets=tuple(sorted(_series_id(g) for g in resets)), notes=notes)
+    return MetricsDelta(
+        values,
+        dict(after.families),
+        dict(after.sample_family),
+        elapsed_s=(after.taken_ns - before.taken_ns) / 1e9,
+        resets=tuple(sorted(_series_id(g) for g in resets)),
+        notes=notes,
+    )
 
 
-def _delta_notes(before: MetricsSnapshot, after: MetricsSnapshot,
-                 resets: Iterable[tuple[str, Labels]]) -> tuple[str, ...]:
+def _delta_notes(
+    before: MetricsSnapshot, after: MetricsSnapshot, resets: Iterable[tuple[str, Labels]]
+) -> tuple[str, ...]:
     notes: list[str] = []
     ids = sorted(_series_id(g) for g in resets)
     if ids:
         example = ", ".join(ids[:3]) + (", ..." if len(ids) > 3 else "")
-        notes.append(f"{len(ids)} counter/histogram series went down between the scrapes "
-                     f"({example}): the server restarted; their values since the restart are "
-                     "used as the delta, so they do not cover the whole window")
+        notes.append(
+            f"{len(ids)} counter/histogram series went down between the scrapes "
+            f"({example}): the server restarted; their values since the restart are "
+            "used as the delta, so they do not cover the whole window"
+        )
     gone = [k for k in before.samples if k not in after.samples]
     if gone:
-        notes.append(f"{len(gone)} series present in the first scrape are missing from the "
-                     f"second (e.g. {gone[0][0]}): the server restarted or changed its labels")
+        notes.append(
+            f"{len(gone)} series present in the first scrape are missing from the "
+            f"second (e.g. {gone[0][0]}): the server restarted or changed its labels"
+        )
     return tuple(notes)
 
 
@@ -384,8 +319,9 @@ def histogram_quantile(buckets: Sequence[tuple[float, float]], q: float) -> floa
     return lower + (upper - lower) * ((rank - below) / (count - below))
 
 
-def histogram_quantiles(view: SampleView, name: str, qs: Iterable[float], *,
-                        match: Mapping[str, str] | None = None) -> dict[float, float | None]:
+def histogram_quantiles(
+    view: SampleView, name: str, qs: Iterable[float], *, match: Mapping[str, str] | None = None
+) -> dict[float, float | None]:
     """Quantiles of histogram ``name`` in a snapshot or delta window; None where unknown.
 
     >>> histogram_quantiles(parse('# TYPE t histogram\\nt_bucket{le="2.0"} 4\\n'

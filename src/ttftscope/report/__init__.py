@@ -1,5 +1,5 @@
-"""Reports people can read at a glance: terminal tables now, HTML later."""
+"""Reports people read at a glance: terminal tables now, HTML later.
 
-from ttftscope.report.terminal import breakdown_table, print_probe_summary
-
-__all__ = ["breakdown_table", "print_probe_summary"]
+Owns: rendering summaries. Reads summaries and records; never imports the capabilities that
+wrote them (``probe``, ``bench``, ``gateway``). May import ``records``, ``stats``, ``errors``.
+"""

@@ -37,8 +37,11 @@ def breakdown_table(summary: dict[str, Any]) -> Table:
     >>> breakdown_table({"groups": [], "model": "m"}).row_count
     0
     """
-    table = Table(title=f"TTFT breakdown, {summary.get('model', '')} (ms; warm medians)",
-                  box=box.SIMPLE_HEAD, pad_edge=False)
+    table = Table(
+        title=f"TTFT breakdown, {summary.get('model', '')} (ms; warm medians)",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+    )
     table.add_column("context\ntokens", justify="right")
     table.add_column("variant")
     table.add_column("n", justify="right")
@@ -50,7 +53,9 @@ def breakdown_table(summary: dict[str, Any]) -> Table:
         hit = g.get("prefix_hit_rate")
         computed = g.get("computed_tokens")
         table.add_row(
-            f"{g['context_tokens']:,}", g["variant"], str(g["n"]),
+            f"{g['context_tokens']:,}",
+            g["variant"],
+            str(g["n"]),
             *(_ms(g.get(key)) for _, key in _COLUMNS),
             "–" if hit is None else f"{hit:.3f}",
             "–" if computed is None else f"{computed:,.0f}",
@@ -70,16 +75,23 @@ def print_probe_summary(summary: dict[str, Any], console: Console | None = None)
             f"A/B text vs token ids: median TTFT {_ms(summary['ab_text_median_ttft_ms'])} ms vs "
             f"{_ms(summary['ab_ids_median_ttft_ms'])} ms (text/ids = {ratio:.2f}×); server front "
             f"end {_ms(summary['ab_text_median_server_frontend_ms'])} ms vs "
-            f"{_ms(summary['ab_ids_median_server_frontend_ms'])} ms")
+            f"{_ms(summary['ab_ids_median_server_frontend_ms'])} ms"
+        )
     for kind, info in summary.get("failures", {}).items():
-        console.print(f"[yellow]failed:[/yellow] {info['count']} × {escape(kind)} "
-                      f"(not counted as latency), e.g. {escape(str(info['example']))}",
-                      highlight=False)
+        console.print(
+            f"[yellow]failed:[/yellow] {info['count']} × {escape(kind)} "
+            f"(not counted as latency), e.g. {escape(str(info['example']))}",
+            highlight=False,
+        )
     if summary.get("contaminated"):
-        console.print(f"[yellow]note:[/yellow] {summary['contaminated']} sample(s) overlapped "
-                      "another client's requests and were left out")
+        console.print(
+            f"[yellow]note:[/yellow] {summary['contaminated']} sample(s) overlapped "
+            "another client's requests and were left out"
+        )
     if summary.get("checks_failed"):
-        console.print(f"[yellow]note:[/yellow] {summary['checks_failed']} sample(s) failed a "
-                      "consistency check; see the JSONL records")
+        console.print(
+            f"[yellow]note:[/yellow] {summary['checks_failed']} sample(s) failed a "
+            "consistency check; see the JSONL records"
+        )
     for note in summary.get("notes", []):
         console.print(f"[dim]note:[/dim] {escape(note)}", highlight=False)

@@ -181,8 +181,10 @@ def analyse(doc: dict[str, Any]) -> Plan:
     # "▁x"), so a marker-free window would match such tokens differently
     marked_added = bool(removed) and any(t.get("normalized") for t in added)
     if marked_added:
-        reasons.append("normalized added tokens get the start-of-input marker: no windows "
-                       "without it, verified cuts only")
+        reasons.append(
+            "normalized added tokens get the start-of-input marker: no windows "
+            "without it, verified cuts only"
+        )
     elif removed:
         reasons.append("start-of-input marker removed for windows: " + ", ".join(removed))
     mode: Mode = "regex" if norm_ok and pre_ok and not removed else "verified"
@@ -202,9 +204,14 @@ def _space_split_ok(doc: dict[str, Any], reasons: list[str]) -> bool:
     either side runs as if the other side were not there.
     """
     model = doc.get("model") or {}
-    if doc.get("pre_tokenizer") is not None or model.get("type") != "BPE" or any(
-            model.get(k) for k in ("dropout", "ignore_merges", "continuing_subword_prefix",
-                                   "end_of_word_suffix")):
+    if (
+        doc.get("pre_tokenizer") is not None
+        or model.get("type") != "BPE"
+        or any(
+            model.get(k)
+            for k in ("dropout", "ignore_merges", "continuing_subword_prefix", "end_of_word_suffix")
+        )
+    ):
         return False  # a chunk alone would then be read as a whole word or a word's end
     if SPACE_MARK not in (model.get("vocab") or {}):
         return False  # an unknown "▁" could fuse with an unknown character before it
@@ -213,19 +220,30 @@ def _space_split_ok(doc: dict[str, Any], reasons: list[str]) -> bool:
         reasons.append("normalized added tokens: no proven word cuts")
         return False
     norm = doc.get("normalizer")
-    steps = [] if norm is None else norm.get("normalizers", []) if norm.get("type") == "Sequence" \
+    steps = (
+        []
+        if norm is None
+        else norm.get("normalizers", [])
+        if norm.get("type") == "Sequence"
         else [norm]
+    )
     for step in steps:
         if step.get("type") == "Prepend" and step.get("prepend") == SPACE_MARK:
             continue
-        if step.get("type") == "Replace" and step.get("pattern") == {"String": " "} \
-                and step.get("content") == SPACE_MARK:
+        if (
+            step.get("type") == "Replace"
+            and step.get("pattern") == {"String": " "}
+            and step.get("content") == SPACE_MARK
+        ):
             continue
         return False
     vocab = model.get("vocab") or {}
     mark = SPACE_MARK
-    spans = [t for t in vocab if mark in t[1:] and any(
-        t[i] == mark and t[i - 1] != mark for i in range(1, len(t)))]
+    spans = [
+        t
+        for t in vocab
+        if mark in t[1:] and any(t[i] == mark and t[i - 1] != mark for i in range(1, len(t)))
+    ]
     if spans:
         reasons.append(f"{len(spans)} vocabulary tokens span a word start, e.g. {spans[0]!r}")
         return False

@@ -52,8 +52,11 @@ def _raise_exception(message: str) -> None:
 
 
 def _tojson(
-    x: Any, ensure_ascii: bool = False, indent: int | None = None,
-    separators: tuple[str, str] | None = None, sort_keys: bool = False,
+    x: Any,
+    ensure_ascii: bool = False,
+    indent: int | None = None,
+    separators: tuple[str, str] | None = None,
+    sort_keys: bool = False,
 ) -> str:
     return json.dumps(
         x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys
@@ -98,9 +101,7 @@ def _alias_reasoning(message: Mapping[str, Any]) -> Mapping[str, Any]:
 
     Messages without reasoning are passed as they are: the sandbox cannot change them.
     """
-    reasoning = next(
-        (message[k] for k in _REASONING_FIELDS if message.get(k) is not None), None
-    )
+    reasoning = next((message[k] for k in _REASONING_FIELDS if message.get(k) is not None), None)
     if reasoning is None:
         return message
     return {"thinking": reasoning, **message, "reasoning_content": reasoning}
@@ -114,7 +115,8 @@ def compile_template(source: str) -> jinja2.Template:
     'x'
     """
     env = ImmutableSandboxedEnvironment(
-        trim_blocks=True, lstrip_blocks=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
         extensions=[_Generation, jinja2.ext.loopcontrols],
     )
     env.filters["tojson"] = _tojson
@@ -191,8 +193,11 @@ class ChatSession:
         """
         values = {**self.variables, **kwargs}
         return self.template.render(
-            messages=[_alias_reasoning(m) for m in messages], tools=tools, documents=documents,
-            add_generation_prompt=add_generation_prompt, **values,
+            messages=[_alias_reasoning(m) for m in messages],
+            tools=tools,
+            documents=documents,
+            add_generation_prompt=add_generation_prompt,
+            **values,
         )
 
     def encode(
@@ -211,7 +216,9 @@ class ChatSession:
         return self.encoder.encode(self.last_prompt)
 
     def full_encode(
-        self, messages: Sequence[Mapping[str, Any]], add_generation_prompt: bool = True,
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        add_generation_prompt: bool = True,
         **kwargs: Any,
     ) -> list[int]:
         """Reference: render and encode from scratch (no cache).
@@ -220,9 +227,7 @@ class ChatSession:
         [151644, 872, 198, 6023, 151645, 198, 151644, 77091, 198]
         """
         text = self.render(messages, add_generation_prompt, **kwargs)
-        ids: list[int] = self.tok.encode(
-            text, add_special_tokens=self.encoder.add_special_tokens
-        )
+        ids: list[int] = self.tok.encode(text, add_special_tokens=self.encoder.add_special_tokens)
         return ids
 
     def reset(self) -> None:

@@ -26,8 +26,15 @@ from ttftscope.tokenization.fastpath import FastWindow, bytes_to_unicode, shared
 from ttftscope.tokenization.spacewindow import SpaceWindow, has_every_byte_token
 
 # model settings a user can flip on a live tokenizer (the model's vocabulary is too big to read)
-_MODEL_FLAGS = ("dropout", "unk_token", "fuse_unk", "byte_fallback", "ignore_merges",
-                "continuing_subword_prefix", "end_of_word_suffix")
+_MODEL_FLAGS = (
+    "dropout",
+    "unk_token",
+    "fuse_unk",
+    "byte_fallback",
+    "ignore_merges",
+    "continuing_subword_prefix",
+    "end_of_word_suffix",
+)
 _PROBES = ("hello world", " Hi  there\n\n\t12345 <x>", "é日本 😀", "a")
 
 
@@ -60,7 +67,8 @@ class Engines:
     def current(self) -> bool:
         """False once the tokenizer was reconfigured (tokens added, truncation, ...)."""
         return self.fingerprint == fingerprint(self.main) and all(
-            self.main.id_to_token(i) is None for i in self.new_ids)
+            self.main.id_to_token(i) is None for i in self.new_ids
+        )
 
 
 def fingerprint(main: tokenizers.Tokenizer) -> tuple[object, ...]:
@@ -71,10 +79,16 @@ def fingerprint(main: tokenizers.Tokenizer) -> tuple[object, ...]:
     (None, None, False, None, None, <class 'tokenizers.models.BPE'>, 0)
     """
     model = main.model  # one wrapper for all flags: each fetch is a cold call after a full encode
-    return (main.truncation, main.padding, bool(getattr(main, "encode_special_tokens", False)),
-            _state(main.normalizer), _state(main.pre_tokenizer), type(model),
-            main.get_vocab_size(with_added_tokens=False),  # a replaced model, larger or smaller
-            tuple(getattr(model, flag, None) for flag in _MODEL_FLAGS))
+    return (
+        main.truncation,
+        main.padding,
+        bool(getattr(main, "encode_special_tokens", False)),
+        _state(main.normalizer),
+        _state(main.pre_tokenizer),
+        type(model),
+        main.get_vocab_size(with_added_tokens=False),  # a replaced model, larger or smaller
+        tuple(getattr(model, flag, None) for flag in _MODEL_FLAGS),
+    )
 
 
 def new_token_ids(main: tokenizers.Tokenizer) -> tuple[int, ...]:
@@ -134,20 +148,41 @@ def _build(main: tokenizers.Tokenizer) -> Engines:
     unk_id = main.token_to_id(unk) if isinstance(unk, str) else None
     # truncation/padding settings change what a full encode returns, and special tokens
     # encoded as text follow rules we do not model: never splice those
-    plain_ok = not doc.get("truncation") and not doc.get("padding") and not getattr(
-        main, "encode_special_tokens", False) and all(
-        main.encode(p, add_special_tokens=False).ids
-        == full.encode(p, add_special_tokens=False).ids
-        for p in _PROBES
-    ) and not _two_way_added(doc, main) and not _may_drop_characters(doc)
+    plain_ok = (
+        not doc.get("truncation")
+        and not doc.get("padding")
+        and not getattr(main, "encode_special_tokens", False)
+        and all(
+            main.encode(p, add_special_tokens=False).ids
+            == full.encode(p, add_special_tokens=False).ids
+            for p in _PROBES
+        )
+        and not _two_way_added(doc, main)
+        and not _may_drop_characters(doc)
+    )
     prefix, suffix, specials_ok = _specials(main, full)
     max_id = max([main.get_vocab_size(with_added_tokens=True), *added])
     table = shared_ints(max_id)
     fast = FastWindow.build(doc, full, table) if plan.mode == "regex" else None
     space = SpaceWindow.build(doc, window, table) if plan.mode == "space" else None
     return Engines(
-        main, full, window, plan, frozenset(added), added, unk_id, prefix, suffix, specials_ok,
-        plain_ok, max_id, fast, space, fingerprint(main), added_state(main), new_token_ids(main),
+        main,
+        full,
+        window,
+        plan,
+        frozenset(added),
+        added,
+        unk_id,
+        prefix,
+        suffix,
+        specials_ok,
+        plain_ok,
+        max_id,
+        fast,
+        space,
+        fingerprint(main),
+        added_state(main),
+        new_token_ids(main),
     )
 
 
@@ -171,8 +206,7 @@ def _may_drop_characters(doc: dict[str, Any]) -> bool:
     if model.get("byte_fallback") and has_every_byte_token(vocab):
         return False
     pre = json.dumps(doc.get("pre_tokenizer"))
-    byte_level = '"ByteLevel"' in pre and all(
-        ch in vocab for ch in bytes_to_unicode().values())
+    byte_level = '"ByteLevel"' in pre and all(ch in vocab for ch in bytes_to_unicode().values())
     return not byte_level
 
 

@@ -1,9 +1,10 @@
 """The regex-family window encoder: HF's ids without HF's regex or pipeline.
 
 :class:`IncrementalEncoder` re-encodes a window of about the appended text; this class does
-that faster and returns exactly ``_convert(full.encode(window))`` (ids, ``2*end+flag`` words),
-or None, and then the caller encodes the window with HF as before. The caller's own check
-(the window must reproduce the cached tokens of the piece before the cut) still runs.
+that faster and returns exactly ``offsets.convert(full.encode(window))`` (ids and
+``2*end+flag`` words), or None, and then the caller encodes the window with HF as before.
+The caller's own check (the window must reproduce the cached tokens of the piece before the
+cut) still runs.
 
 FastWindow (``Plan.mode == "regex"``). Used only when the declared components are: model BPE
 without dropout, continuing-subword prefix or end-of-word suffix; normalizer none, NFC or NFD;
@@ -51,7 +52,7 @@ import unicodedata
 from array import array
 from bisect import bisect_right
 from itertools import accumulate, chain
-from typing import Any
+from typing import Any, NamedTuple, cast
 
 import tokenizers
 
@@ -62,7 +63,18 @@ _GPT2_REGEX = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+
 _NON_ASCII = re.compile(r"[^\x00-\x7f]")
 _MIN_ASCII = 24  # shortest ASCII stretch worth leaving HF for
 _CACHE_CAP = 1 << 16
-_FIRST, _SECOND, _THIRD = (operator.itemgetter(i) for i in range(3))
+
+
+class Piece(NamedTuple):
+    """A cached pre-token's BPE: ids, 2 × each token's length, and the piece-start flags."""
+
+    ids: tuple[int, ...]
+    doubled_lengths: tuple[int, ...]
+    starts: tuple[int, ...]
+
+
+# Fields read through C-level getters: the join loop runs over every piece of a window.
+_IDS, _LENGTHS, _STARTS = (operator.itemgetter(i) for i in range(3))
 
 
 _INTS: list[int] = []
@@ -158,23 +170,34 @@ class FastWindow:
     >>> fw.encode("x = 1\\n", 0)  # doctest: +SKIP
     """
 
-    def __init__(self, full: tokenizers.Tokenizer, regex: re.Pattern[str],
-                 forms: list[str], added: re.Pattern[str] | None, table: list[int]) -> None:
+    def __init__(
+        self,
+        full: tokenizers.Tokenizer,
+        regex: re.Pattern[str],
+        forms: list[str],
+        added: re.Pattern[str] | None,
+        table: list[int],
+    ) -> None:
         self._full, self._rx, self._forms, self._added = full, regex, forms, added
         self._model = full.model
         self._ignore_merges = False
         self._added_ids: dict[str, int] | None = None
         self._table = table
         self._map = str.maketrans(bytes_to_unicode())
-        self._cache: dict[str, tuple[tuple[int, ...], ...]] = {}
+        self._cache: dict[str, Piece] = {}
 
     @classmethod
-    def build(cls, doc: dict[str, Any], full: tokenizers.Tokenizer,
-              table: list[int]) -> FastWindow | None:
+    def build(
+        cls, doc: dict[str, Any], full: tokenizers.Tokenizer, table: list[int]
+    ) -> FastWindow | None:
         """A fast window encoder when the declared components allow one (else None)."""
         model = doc.get("model") or {}
-        if model.get("type") != "BPE" or model.get("dropout") or model.get(
-                "continuing_subword_prefix") or model.get("end_of_word_suffix"):
+        if (
+            model.get("type") != "BPE"
+            or model.get("dropout")
+            or model.get("continuing_subword_prefix")
+            or model.get("end_of_word_suffix")
+        ):
             return None
         regex, forms = _pattern(doc), _forms(doc.get("normalizer"))
         translated = translate_ascii(regex) if regex is not None else None
@@ -209,8 +232,7 @@ class FastWindow:
                 pos = hit.end()
         return (ids, ends) if self._segment(w, pos, len(w), ids, ends, a0) else None
 
-    def _segment(self, w: str, pos: int, n: int, ids: list[int], ends: array[int],
-                 a0: int) -> bool:
+    def _segment(self, w: str, pos: int, n: int, ids: list[int], ends: array[int], a0: int) -> bool:
         """Emit the tokens of the segment ``w[pos:n]``, stretch by stretch."""
         while pos < n:
             hit = _NON_ASCII.search(w, pos, n)
@@ -236,8 +258,9 @@ class FastWindow:
             return self._added.search(w) is not None
         return False
 
-    def _ascii(self, w: str, pos: int, end: int, final: bool, ids: list[int],
-               ends: array[int], a0: int) -> int | None:
+    def _ascii(
+        self, w: str, pos: int, end: int, final: bool, ids: list[int], ends: array[int], a0: int
+    ) -> int | None:
         """Split ``w[pos:end]`` (ASCII) in Python; emit the pieces proven to be ``w``'s."""
         seg = w[pos:end]
         pieces = self._rx.findall(seg)
@@ -252,17 +275,18 @@ class FastWindow:
                 return None
             del pieces[j:]
             stop = starts[j]
-        vals: list[Any] = list(map(self._cache.get, pieces))
+        vals: list[Piece | None] = list(map(self._cache.get, pieces))
         if None in vals and not self._fill(pieces, vals):
             return None
-        ids.extend(chain.from_iterable(map(_FIRST, vals)))
+        full = cast("list[Piece]", vals)  # _fill filled every miss
+        ids.extend(chain.from_iterable(map(_IDS, full)))
         # 2*end+flag per token: running sum of 2*length, plus the piece-start flag
-        doubled = accumulate(chain.from_iterable(map(_SECOND, vals)), initial=2 * (a0 + pos))
+        doubled = accumulate(chain.from_iterable(map(_LENGTHS, full)), initial=2 * (a0 + pos))
         next(doubled)
-        ends.extend(map(operator.add, doubled, chain.from_iterable(map(_THIRD, vals))))
+        ends.extend(map(operator.add, doubled, chain.from_iterable(map(_STARTS, full))))
         return stop
 
-    def _fill(self, pieces: list[str], vals: list[Any]) -> bool:
+    def _fill(self, pieces: list[str], vals: list[Piece | None]) -> bool:
         """Tokenize cache misses with the model (exactly HF's per-piece call)."""
         cache, table = self._cache, self._table
         if len(cache) > _CACHE_CAP:
@@ -272,19 +296,22 @@ class FastWindow:
                 mapped = p.translate(self._map)
                 whole = self._model.token_to_id(mapped) if self._ignore_merges else None
                 if whole is not None:  # HF BPE's own ignore_merges rule, without Token objects
-                    cache[p] = vals[i] = ((table[whole],), (2 * len(p),), (1,))
+                    cache[p] = vals[i] = Piece((table[whole],), (2 * len(p),), (1,))
                     continue
                 toks = self._model.tokenize(mapped)
                 values = [t.value for t in toks]
                 if "".join(values) != mapped:
                     return False
-                cache[p] = vals[i] = (tuple(table[t.id] for t in toks),
-                                      tuple(2 * len(v) for v in values),
-                                      (1,) + (0,) * (len(values) - 1))
+                cache[p] = vals[i] = Piece(
+                    tuple(table[t.id] for t in toks),
+                    tuple(2 * len(v) for v in values),
+                    (1,) + (0,) * (len(values) - 1),
+                )
         return True
 
-    def _hf(self, w: str, pos: int, x: int, n: int, ids: list[int], ends: array[int],
-            a0: int) -> int | None:
+    def _hf(
+        self, w: str, pos: int, x: int, n: int, ids: list[int], ends: array[int], a0: int
+    ) -> int | None:
         """HF-encode from ``pos`` over the non-ASCII text at ``x``; emit its proven pieces.
 
         The stretch ends inside the next ASCII run of more than ``m`` characters, right before
@@ -309,8 +336,9 @@ class FastWindow:
                 return z if k == len(words) else pos + offsets[k][0]
             m *= 4
 
-    def _hf_cut(self, w: str, pos: int, z: int, flags: list[bool],
-                offsets: list[tuple[int, int]]) -> int:
+    def _hf_cut(
+        self, w: str, pos: int, z: int, flags: list[bool], offsets: list[tuple[int, int]]
+    ) -> int:
         """Index of the first token after the proven boundary in an HF stretch (0: none)."""
         q = last_run_start(w, z, RUN_CAP)
         if q < 0:

@@ -42,7 +42,10 @@ SPM_SOURCES = {
     "mistral_v3": "mistral_common/data/mistral_instruct_tokenizer_240323.model.v3",
 }
 GGUF_SOURCES = {
-    "llama3": "llama-bpe", "qwen2": "qwen2", "llama2": "llama-spm", "gpt2_gguf": "gpt-2",
+    "llama3": "llama-bpe",
+    "qwen2": "qwen2",
+    "llama2": "llama-spm",
+    "gpt2_gguf": "gpt-2",
 }
 TEKKEN_MEMBER = "mistral_common/data/tekken_240911.json"
 
@@ -98,8 +101,12 @@ class Built:
 
 
 def _config(template: str | None, bos: str | None, eos: str | None, **extra: Any) -> dict[str, Any]:
-    cfg: dict[str, Any] = {"tokenizer_class": "PreTrainedTokenizerFast", "bos_token": bos,
-                           "eos_token": eos, **extra}
+    cfg: dict[str, Any] = {
+        "tokenizer_class": "PreTrainedTokenizerFast",
+        "bos_token": bos,
+        "eos_token": eos,
+        **extra,
+    }
     if template is not None:
         cfg["chat_template"] = template
     return cfg
@@ -121,8 +128,9 @@ def tiktoken_reference(family: str) -> tuple[Encoder, str]:
     import tiktoken
 
     ranks, spec, _ = _tiktoken_source(family)
-    enc = tiktoken.Encoding(spec.name, pat_str=spec.pat_str, mergeable_ranks=ranks,
-                            special_tokens=spec.special_tokens)
+    enc = tiktoken.Encoding(
+        spec.name, pat_str=spec.pat_str, mergeable_ranks=ranks, special_tokens=spec.special_tokens
+    )
 
     def reference(text: str) -> list[int]:
         return list(enc.encode(text, allowed_special="all"))
@@ -141,8 +149,11 @@ def build_tiktoken(family: str) -> Built:
     reference, ref_name = tiktoken_reference(family)
     template = None if family == "gpt2" else CHATML_TEMPLATE
     return Built(
-        doc=doc, config=_config(template, None, "<|endoftext|>"), reference=reference,
-        reference_name=ref_name, sources=[source],
+        doc=doc,
+        config=_config(template, None, "<|endoftext|>"),
+        reference=reference,
+        reference_name=ref_name,
+        sources=[source],
     )
 
 
@@ -150,13 +161,33 @@ def _tekken_specials(n_special: int) -> dict[str, int]:
     try:
         from mistral_common.tokens.tokenizers.tekken import Tekkenizer
 
-        names = [str(getattr(t["token_str"], "value", t["token_str"]))
-                 for t in Tekkenizer.DEPRECATED_SPECIAL_TOKENS]
+        names = [
+            str(getattr(t["token_str"], "value", t["token_str"]))
+            for t in Tekkenizer.DEPRECATED_SPECIAL_TOKENS
+        ]
     except ImportError:  # the same list, for machines without mistral_common
-        names = ["<unk>", "<s>", "</s>", "[INST]", "[/INST]", "[AVAILABLE_TOOLS]",
-                 "[/AVAILABLE_TOOLS]", "[TOOL_RESULTS]", "[/TOOL_RESULTS]", "[TOOL_CALLS]",
-                 "[IMG]", "<pad>", "[IMG_BREAK]", "[IMG_END]", "[PREFIX]", "[MIDDLE]",
-                 "[SUFFIX]", "[SYSTEM_PROMPT]", "[/SYSTEM_PROMPT]", "[TOOL_CONTENT]"]
+        names = [
+            "<unk>",
+            "<s>",
+            "</s>",
+            "[INST]",
+            "[/INST]",
+            "[AVAILABLE_TOOLS]",
+            "[/AVAILABLE_TOOLS]",
+            "[TOOL_RESULTS]",
+            "[/TOOL_RESULTS]",
+            "[TOOL_CALLS]",
+            "[IMG]",
+            "<pad>",
+            "[IMG_BREAK]",
+            "[IMG_END]",
+            "[PREFIX]",
+            "[MIDDLE]",
+            "[SUFFIX]",
+            "[SYSTEM_PROMPT]",
+            "[/SYSTEM_PROMPT]",
+            "[TOOL_CONTENT]",
+        ]
     names += [f"<SPECIAL_{i}>" for i in range(len(names), n_special)]
     return {name: i for i, name in enumerate(names)}
 
@@ -180,12 +211,14 @@ def build_tekken() -> Built:
     '<s>'
     """
     ranks, pattern, n_special, _ = _tekken_source()
-    doc = ranks_to_tokenizer_json(ranks, pattern, _tekken_specials(n_special),
-                                  id_offset=n_special)
+    doc = ranks_to_tokenizer_json(ranks, pattern, _tekken_specials(n_special), id_offset=n_special)
     reference, ref_name = tekken_reference()
     return Built(
-        doc=doc, config=_config(None, "<s>", "</s>"), reference=reference,
-        reference_name=ref_name, sources=[f"mistral-common=={MISTRAL_WHEEL[1]}:{TEKKEN_MEMBER}"],
+        doc=doc,
+        config=_config(None, "<s>", "</s>"),
+        reference=reference,
+        reference_name=ref_name,
+        sources=[f"mistral-common=={MISTRAL_WHEEL[1]}:{TEKKEN_MEMBER}"],
     )
 
 
@@ -201,27 +234,37 @@ def tekken_reference() -> tuple[Encoder, str]:
         import tiktoken
 
         ranks, pattern, n_special, _ = _tekken_source()
-        enc = tiktoken.Encoding("tekken", pat_str=pattern, mergeable_ranks=ranks,
-                                special_tokens={})
-        return (lambda text: [t + n_special for t in enc.encode_ordinary(text)],
-                "tiktoken with the tekken id offset")
+        enc = tiktoken.Encoding("tekken", pat_str=pattern, mergeable_ranks=ranks, special_tokens={})
+        return (
+            lambda text: [t + n_special for t in enc.encode_ordinary(text)],
+            "tiktoken with the tekken id offset",
+        )
     tek = Tekkenizer.from_file(str(package_file(*MISTRAL_WHEEL, TEKKEN_MEMBER)))
-    return (lambda text: list(tek.encode(text, bos=False, eos=False)),
-            f"mistral_common {MISTRAL_WHEEL[1]} Tekkenizer")
+    return (
+        lambda text: list(tek.encode(text, bos=False, eos=False)),
+        f"mistral_common {MISTRAL_WHEEL[1]} Tekkenizer",
+    )
 
 
 def _legacy_spm_layout(doc: dict[str, Any], bos: str, bos_id: int) -> None:
     """The Llama-2 / Mistral ``tokenizer.json`` layout (``legacy=True``), as their repos ship."""
-    doc["normalizer"] = {"type": "Sequence", "normalizers": [
-        {"type": "Prepend", "prepend": "▁"},
-        {"type": "Replace", "pattern": {"String": " "}, "content": "▁"},
-    ]}
+    doc["normalizer"] = {
+        "type": "Sequence",
+        "normalizers": [
+            {"type": "Prepend", "prepend": "▁"},
+            {"type": "Replace", "pattern": {"String": " "}, "content": "▁"},
+        ],
+    }
     doc["pre_tokenizer"] = None
-    doc["decoder"] = {"type": "Sequence", "decoders": [
-        {"type": "Replace", "pattern": {"String": "▁"}, "content": " "},
-        {"type": "ByteFallback"}, {"type": "Fuse"},
-        {"type": "Strip", "content": " ", "start": 1, "stop": 0},
-    ]}
+    doc["decoder"] = {
+        "type": "Sequence",
+        "decoders": [
+            {"type": "Replace", "pattern": {"String": "▁"}, "content": " "},
+            {"type": "ByteFallback"},
+            {"type": "Fuse"},
+            {"type": "Strip", "content": " ", "start": 1, "stop": 0},
+        ],
+    }
     doc["model"].update(byte_fallback=True, fuse_unk=True, unk_token="<unk>")
     doc["post_processor"] = _bos_processor(bos, bos_id)
 
@@ -231,8 +274,12 @@ def _bos_processor(bos: str, bos_id: int) -> dict[str, Any]:
     return {
         "type": "TemplateProcessing",
         "single": [tok, {"Sequence": {"id": "A", "type_id": 0}}],
-        "pair": [tok, {"Sequence": {"id": "A", "type_id": 0}},
-                 tok, {"Sequence": {"id": "B", "type_id": 0}}],
+        "pair": [
+            tok,
+            {"Sequence": {"id": "A", "type_id": 0}},
+            tok,
+            {"Sequence": {"id": "B", "type_id": 0}},
+        ],
         "special_tokens": {bos: {"id": bos, "ids": [bos_id], "tokens": [bos]}},
     }
 
@@ -258,16 +305,20 @@ def build_spm(family: str) -> Built:
     proto = sentencepiece_model_pb2.ModelProto()  # type: ignore[attr-defined]
     proto.ParseFromString(path.read_bytes())
     # SentencePiece piece types use llama.cpp's numbering (1 normal, 3 control, 6 byte, ...).
-    vocab = {"tokenizer_type": "llama", "tokens": [p.piece for p in proto.pieces],
-             "scores": [p.score for p in proto.pieces],
-             "token_type": [int(p.type) for p in proto.pieces]}
+    vocab = {
+        "tokenizer_type": "llama",
+        "tokens": [p.piece for p in proto.pieces],
+        "scores": [p.score for p in proto.pieces],
+        "token_type": [int(p.type) for p in proto.pieces],
+    }
     doc = _convert_vocab_dict("llama", vocab)
     _legacy_spm_layout(doc, "<s>", vocab["tokens"].index("<s>"))
     reference, ref_name = spm_reference(family)
     return Built(
         doc=doc,
         config=_config(MISTRAL_TEMPLATE, "<s>", "</s>", add_bos_token=True, legacy=True),
-        reference=reference, reference_name=ref_name,
+        reference=reference,
+        reference_name=ref_name,
         sources=[f"mistral-common=={MISTRAL_WHEEL[1]}:{member}"],
     )
 
@@ -296,9 +347,11 @@ def read_gguf_vocab(path: Path) -> tuple[str, dict[str, Any], dict[str, Any]]:
     from transformers.integrations.gguf.gguf_tokenizer_mapping import GGUF_TOKENIZER_MAPPING
 
     meta = read_gguf_metadata(path)
-    tok = {name: meta[f"tokenizer.{key}"]
-           for key, name in GGUF_TOKENIZER_MAPPING["tokenizer"].items()
-           if f"tokenizer.{key}" in meta}
+    tok = {
+        name: meta[f"tokenizer.{key}"]
+        for key, name in GGUF_TOKENIZER_MAPPING["tokenizer"].items()
+        if f"tokenizer.{key}" in meta
+    }
     return str(meta["general.architecture"]), tok, meta
 
 
@@ -314,8 +367,10 @@ def read_vectors(family: str) -> list[tuple[str, list[int]]]:
     texts = inp.split("\n__ggml_vocab_test__\n")[:-1]  # every test ends with the marker line
     ids = [[int(x) for x in line.split()] for line in out.split("\n")[:-1]]
     if len(texts) != len(ids):
-        raise TokenizerError(f"{stem}: {len(texts)} test texts but {len(ids)} id lines",
-                             hint="the llama.cpp vector format changed: pin the sdist version")
+        raise TokenizerError(
+            f"{stem}: {len(texts)} test texts but {len(ids)} id lines",
+            hint="the llama.cpp vector format changed: pin the sdist version",
+        )
     return list(zip(texts, ids, strict=True))
 
 
@@ -347,7 +402,9 @@ def build_gguf(family: str) -> Built:
     elif family == "llama2":
         _legacy_spm_layout(doc, "<s>", tokens.index("<s>"))
     return Built(
-        doc=doc, config=_config(template, bos, eos, add_bos_token=family != "qwen2"),
-        vectors=read_vectors(family), reference_name="llama.cpp test vectors",
+        doc=doc,
+        config=_config(template, bos, eos, add_bos_token=family != "qwen2"),
+        vectors=read_vectors(family),
+        reference_name="llama.cpp test vectors",
         sources=[f"llama-cpp-python=={LLAMA_CPP_SDIST[1]}:{member}"],
     )

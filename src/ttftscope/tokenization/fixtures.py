@@ -31,7 +31,15 @@ from ttftscope.tokenization import fixture_build as fb
 __all__ = ["FAMILIES", "build_all", "build_fixture", "fixture_dir", "main", "mixed_text"]
 
 FAMILIES: tuple[str, ...] = (
-    "gpt2", "cl100k", "o200k", "tekken", "mistral_v1", "mistral_v3", "llama2", "llama3", "qwen2",
+    "gpt2",
+    "cl100k",
+    "o200k",
+    "tekken",
+    "mistral_v1",
+    "mistral_v3",
+    "llama2",
+    "llama3",
+    "qwen2",
 )
 BUILDER_VERSION = 2  # bump to rebuild every cached fixture after a change in the builders
 MARKER = ".fixture.json"
@@ -49,7 +57,7 @@ _SNIPPETS = (
     "decomposed: man\u0303ana cafe\u0301 A\u030a; composed: mañana café Å",
     '{"key": [1, 2, 3], "nested": {"a": null, "b": true}, "s": "x\\ny"}',
     "   leading spaces and trailing   \n\n\n   \t \n",
-    "https://example.com/path?q=1&r=2#frag <div class=\"x\">&amp;</div>",
+    'https://example.com/path?q=1&r=2#frag <div class="x">&amp;</div>',
     "SELECT id, name FROM users WHERE id IN (1, 2, 3) ORDER BY name DESC;",
     "----====****____ ... !!! ??? ;;; ::: ``` ~~~",
     "    \n        indented\n            deeper\n",
@@ -100,13 +108,14 @@ def _builder(family: str) -> fb.Built:
         return fb.build_spm(family)
     if family in fb.GGUF_SOURCES:
         return fb.build_gguf(family)
-    raise TokenizerError(f"unknown tokenizer family {family!r}",
-                         hint=f"choose from: {', '.join(FAMILIES)}")
+    raise TokenizerError(
+        f"unknown tokenizer family {family!r}", hint=f"choose from: {', '.join(FAMILIES)}"
+    )
 
 
 def _excerpt(text: str, offsets: list[tuple[int, int]], index: int) -> str:
     start = offsets[index][0] if index < len(offsets) else len(text)
-    return repr(text[max(0, start - 30): start + 30])
+    return repr(text[max(0, start - 30) : start + 30])
 
 
 def verify(family: str, hf: tokenizers.Tokenizer, built: fb.Built) -> str:
@@ -123,7 +132,8 @@ def verify(family: str, hf: tokenizers.Tokenizer, built: fb.Built) -> str:
                 raise TokenizerError(
                     f"fixture {family}: test vector {n} {text[:60]!r} encodes to {got[:12]}..., "
                     f"expected {want[:12]}... ({built.reference_name})",
-                    hint="the converter or its family fixes are wrong; nothing was cached")
+                    hint="the converter or its family fixes are wrong; nothing was cached",
+                )
         checks.append(f"{len(built.vectors)}/{len(built.vectors)} {built.reference_name}")
     if built.reference is not None:
         inputs = [*_SNIPPETS, mixed_text()]
@@ -133,23 +143,28 @@ def verify(family: str, hf: tokenizers.Tokenizer, built: fb.Built) -> str:
             want = built.reference(text)
             n_tokens += len(want)
             if enc.ids != want:
-                i = next((k for k, (a, b) in enumerate(zip(enc.ids, want, strict=False))
-                          if a != b), min(len(enc.ids), len(want)))
+                i = next(
+                    (k for k, (a, b) in enumerate(zip(enc.ids, want, strict=False)) if a != b),
+                    min(len(enc.ids), len(want)),
+                )
                 raise TokenizerError(
                     f"fixture {family}: input {text[:50]!r} (len {len(text)}) differs from "
                     f"{built.reference_name} at token {i} near {_excerpt(text, enc.offsets, i)}",
-                    hint="the converter is wrong for this family; nothing was cached")
+                    hint="the converter is wrong for this family; nothing was cached",
+                )
         checks.append(f"{n_tokens} tokens identical to {built.reference_name}")
     return "; ".join(checks) or "no reference"
 
 
 def _write_dir(folder: Path, built: fb.Built) -> None:
     folder.mkdir(parents=True)
-    (folder / "tokenizer.json").write_text(json.dumps(built.doc, ensure_ascii=False),
-                                           encoding="utf-8")
+    (folder / "tokenizer.json").write_text(
+        json.dumps(built.doc, ensure_ascii=False), encoding="utf-8"
+    )
     if built.config is not None:
         (folder / "tokenizer_config.json").write_text(
-            json.dumps(built.config, ensure_ascii=False, indent=2), encoding="utf-8")
+            json.dumps(built.config, ensure_ascii=False, indent=2), encoding="utf-8"
+        )
 
 
 def read_marker(folder: Path) -> dict[str, Any] | None:
@@ -184,8 +199,13 @@ def build_fixture(family: str) -> Path:
     tmp = final.with_name(f".{family}.{os.getpid()}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     _write_dir(tmp, built)
-    record = {"builder_version": BUILDER_VERSION, "family": family, "sources": built.sources,
-              "verified": summary, "build_seconds": round(time.perf_counter() - started, 2)}
+    record = {
+        "builder_version": BUILDER_VERSION,
+        "family": family,
+        "sources": built.sources,
+        "verified": summary,
+        "build_seconds": round(time.perf_counter() - started, 2),
+    }
     (tmp / MARKER).write_text(json.dumps(record, indent=2), encoding="utf-8")
     if final.exists():  # stale (older builder version) or half-made: replace it
         shutil.rmtree(final, ignore_errors=True)
@@ -216,12 +236,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     gpt2        built    2.1s  /root/.cache/ttftscope/tokenizers/gpt2  (...)
     0
     """
-    parser = argparse.ArgumentParser(prog="python -m ttftscope.tokenization.fixtures",
-                                     description=__doc__.split("\n\n")[0] if __doc__ else None)
-    parser.add_argument("--family", action="append", choices=FAMILIES,
-                        help="build only this family (repeatable); default: all")
-    parser.add_argument("--out", type=Path, help="cache folder (default: TTFTSCOPE_CACHE_DIR "
-                        "or ~/.cache/ttftscope); fixtures go to <out>/tokenizers/<family>")
+    parser = argparse.ArgumentParser(
+        prog="python -m ttftscope.tokenization.fixtures",
+        description=__doc__.split("\n\n")[0] if __doc__ else None,
+    )
+    parser.add_argument(
+        "--family",
+        action="append",
+        choices=FAMILIES,
+        help="build only this family (repeatable); default: all",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        help="cache folder (default: TTFTSCOPE_CACHE_DIR "
+        "or ~/.cache/ttftscope); fixtures go to <out>/tokenizers/<family>",
+    )
     args = parser.parse_args(argv)
     if args.out is not None:
         os.environ["TTFTSCOPE_CACHE_DIR"] = str(args.out.expanduser().resolve())
@@ -237,8 +267,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             continue
         record = read_marker(folder) or {}
         took = time.perf_counter() - started
-        print(f"{family:<11} {'cached' if cached else 'built':<7} {took:5.1f}s  {folder}  "
-              f"({record.get('verified', '?')})", flush=True)
+        print(
+            f"{family:<11} {'cached' if cached else 'built':<7} {took:5.1f}s  {folder}  "
+            f"({record.get('verified', '?')})",
+            flush=True,
+        )
     return status
 
 

@@ -17,8 +17,19 @@ from ttftscope.errors import TokenizerError
 
 __all__ = ["read_gguf_metadata"]
 
-_SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?",
-            10: "<Q", 11: "<q", 12: "<d"}
+_SCALARS = {
+    0: "<B",
+    1: "<b",
+    2: "<H",
+    3: "<h",
+    4: "<I",
+    5: "<i",
+    6: "<f",
+    7: "<?",
+    10: "<Q",
+    11: "<q",
+    12: "<d",
+}
 _STRING, _ARRAY = 8, 9
 
 
@@ -34,7 +45,7 @@ class _Cursor:
 
     def string(self) -> str:
         n = self.unpack("<Q")
-        raw = self.data[self.pos:self.pos + n]
+        raw = self.data[self.pos : self.pos + n]
         self.pos += n
         return raw.decode("utf-8", errors="surrogateescape")
 
@@ -65,8 +76,10 @@ def read_gguf_metadata(path: Path) -> dict[str, Any]:
         cur = _Cursor(path.read_bytes())
         magic = cur.data[:4]
         if magic != b"GGUF":
-            raise TokenizerError(f"{path.name} is not a GGUF file (magic {magic!r})",
-                                 hint="pass a llama.cpp .gguf file")
+            raise TokenizerError(
+                f"{path.name} is not a GGUF file (magic {magic!r})",
+                hint="pass a llama.cpp .gguf file",
+            )
         cur.pos = 4
         version = cur.unpack("<I")
         if version < 2:
@@ -79,5 +92,7 @@ def read_gguf_metadata(path: Path) -> dict[str, Any]:
             meta[key] = cur.value(cur.unpack("<I"))
         return meta
     except (OSError, struct.error, ValueError) as exc:
-        raise TokenizerError(f"cannot read GGUF metadata from {path}: {exc}",
-                             hint="the file is truncated or not a GGUF") from exc
+        raise TokenizerError(
+            f"cannot read GGUF metadata from {path}: {exc}",
+            hint="the file is truncated or not a GGUF",
+        ) from exc

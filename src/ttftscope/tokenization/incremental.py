@@ -63,20 +63,19 @@ True
 
 from __future__ import annotations
 
-import operator
 import sys
 import time
 from array import array
 from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import repeat
-from typing import Any
+from typing import Literal
 
 import tokenizers
 
 from ttftscope.tokenization.engines import Engines, HasHF, engines_for
 from ttftscope.tokenization.fastpath import shared_ints
+from ttftscope.tokenization.offsets import Unsure, convert, occurrences, plain
 from ttftscope.tokenization.shadow import ShadowChecks
 from ttftscope.tokenization.textscan import (
     RUN_CAP,
@@ -89,6 +88,12 @@ from ttftscope.tokenization.textscan import (
 )
 
 _PIECE_CAP = 512  # most tokens walked back to find a piece start
+# How the last call was served ("" before the first): nothing changed, a proven cut after an
+# append or an edit, a cut verified by overlap, or a full encode.
+EncodePath = Literal["", "same", "append", "edit", "append-verified", "edit-verified", "full"]
+Change = Literal["append", "edit"]
+_VERIFIED: dict[Change, EncodePath] = {"append": "append-verified", "edit": "edit-verified"}
+
 
 @dataclass
 class EncoderStats:
@@ -108,7 +113,7 @@ class EncoderStats:
     last_cost_ms: float = 0.0
     last_reused_tokens: int = 0
     last_reencoded_chars: int = 0
-    path: str = ""
+    path: EncodePath = ""
 
 
 class IncrementalEncoder:
@@ -182,7 +187,7 @@ class IncrementalEncoder:
             out: list[int] = eng.main.encode(text, add_special_tokens=self.add_special_tokens).ids
             self._finish("full", t0)
             return out
-        path = None
+        path: EncodePath | None = None
         if self._text is not None and isinstance(text, str) and text:
             try:
                 path = self._update(text)
@@ -192,7 +197,7 @@ class IncrementalEncoder:
         if path is None:
             try:
                 path = self._full(text)
-            except _Unsure:  # the cache cannot describe this text: serve a plain full encode
+            except Unsure:  # the cache cannot describe this text: serve a plain full encode
                 self.reset()
                 out = eng.main.encode(text, add_special_tokens=self.add_special_tokens).ids
                 self._finish("full", t0)
@@ -207,8 +212,9 @@ class IncrementalEncoder:
         self._finish(path, t0)
         if self.shadow_every and self.stats.calls % self.shadow_every == 0:
             main, special = self._eng.main, self.add_special_tokens
-            self._shadow.submit(lambda: list(main.encode(text, add_special_tokens=special).ids),
-                                list(out))
+            self._shadow.submit(
+                lambda: list(main.encode(text, add_special_tokens=special).ids), list(out)
+            )
         return out
 
     def flush(self) -> None:
@@ -218,15 +224,15 @@ class IncrementalEncoder:
         """
         self._harvest(wait=True)
 
-    def _finish(self, path: str, t0: float) -> None:
+    def _finish(self, path: EncodePath, t0: float) -> None:
         self.stats.path = path
         self.stats.last_cost_ms = (time.perf_counter() - t0) * 1e3
 
     # --- full and shadow ---------------------------------------------------------------------
-    def _full(self, text: str) -> str:
+    def _full(self, text: str) -> EncodePath:
         self.reset()
-        enc = _plain(self._eng.full, text)
-        self._ids, self._ends = self._convert(enc, 0, text)
+        enc = plain(self._eng.full, text)
+        self._ids, self._ends = convert(self._eng, self._table, enc, 0, text)
         self.stats.reencoded_chars += len(text)
         self.stats.last_reused_tokens, self.stats.last_reencoded_chars = 0, len(text)
         return "full"
@@ -239,53 +245,15 @@ class IncrementalEncoder:
         if mismatches:
             self.reset()
 
-    def _convert(self, enc: Any, base: int, text: str) -> tuple[list[int], array[int]]:
-        """Ids (shared ints) and ``2*end+flag`` words of an encoding of ``text[base:]``.
-
-        A token starts a piece when its word index changes or it is, or follows, an added
-        token occurrence (word indices may restart after one). C-level maps where possible.
-        """
-        ids: list[int] = enc.ids
-        if not ids:
-            return [], array("I")
-        table = self._table
-        offsets: list[tuple[int, int]] = enc.offsets
-        shifted = map(operator.lshift, map(operator.add, map(operator.itemgetter(1), offsets),
-                                           repeat(base)), repeat(1))
-        if self._eng.plan.mode != "regex":  # piece flags are only read by the regex cut
-            return list(map(table.__getitem__, ids)), array("I", shifted)
-        words: list[int | None] = enc.word_ids
-        flags = list(map(operator.ne, words, [-1, *words[:-1]]))
-        if not self._eng.added_ids.isdisjoint(ids):
-            marks = self._occurrences(ids, offsets, base, text)
-            flags = list(map(operator.or_, flags, marks))
-            flags[1:] = map(operator.or_, flags[1:], marks[:-1])
-        ends = array("I", map(operator.add, shifted, flags))
-        return list(map(table.__getitem__, ids)), ends
-
-    def _occurrences(
-        self, ids: list[int], offsets: list[tuple[int, int]], base: int, text: str
-    ) -> list[bool]:
-        """Which tokens are added tokens found in the text (not a model's unknown token)."""
-        added, unk = self._eng.added, self._eng.unk_id
-        marks = [False] * len(ids)
-        for i in [i for i, tid in enumerate(ids) if tid in added]:
-            content = added[ids[i]]
-            s, e = offsets[i]
-            marks[i] = content in text[base + s : base + e]
-            if not marks[i] and ids[i] != unk:
-                raise _Unsure(f"added token {content!r} matched on normalized text")
-        return marks
-
     # --- incremental -------------------------------------------------------------------------
-    def _update(self, text: str) -> str | None:
+    def _update(self, text: str) -> EncodePath | None:
         old = self._text
         assert old is not None
         c = common_prefix_len(old, text)
         if c == len(old) == len(text):
             self.stats.last_reused_tokens, self.stats.last_reencoded_chars = len(self._ids), 0
             return "same"
-        kind = "append" if c == len(old) else "edit"
+        kind: Change = "append" if c == len(old) else "edit"
         mode = self._eng.plan.mode
         if mode == "regex":
             return self._regex_cut(text, c, kind)
@@ -295,7 +263,7 @@ class IncrementalEncoder:
                 return found
         return self._verified(text, c, kind)
 
-    def _space_cut(self, text: str, c: int, kind: str) -> str | None:
+    def _space_cut(self, text: str, c: int, kind: Change) -> EncodePath | None:
         """Cut at a proven SentencePiece word start; the previous word is re-checked."""
         old = self._text
         assert old is not None
@@ -312,8 +280,11 @@ class IncrementalEncoder:
         found = space.encode(text, a0) if space is not None else None
         win_ids, win_ends = found if found is not None else self._window(text, a0)
         n = k - k0
-        if (win_ids[:n] != self._ids[k0:k] or len(win_ends) <= n
-                or [e >> 1 for e in win_ends[:n]] != [e >> 1 for e in ends[k0:k]]):
+        if (
+            win_ids[:n] != self._ids[k0:k]
+            or len(win_ends) <= n
+            or [e >> 1 for e in win_ends[:n]] != [e >> 1 for e in ends[k0:k]]
+        ):
             return None
         self._splice(k, win_ids[n:], win_ends[n:], len(text) - a0)
         return kind
@@ -329,7 +300,7 @@ class IncrementalEncoder:
             target = min(target, ws - plan.added_margin) if ws >= 0 else -1
         return target
 
-    def _regex_cut(self, text: str, c: int, kind: str) -> str | None:
+    def _regex_cut(self, text: str, c: int, kind: Change) -> EncodePath | None:
         old = self._text
         assert old is not None
         ends = self._ends
@@ -356,8 +327,12 @@ class IncrementalEncoder:
         a0 = ends[k0 - 1] >> 1 if k0 > 0 else 0
         win_ids, win_ends = self._regex_window(text, a0)
         n = k - k0
-        if (win_ids[:n] != self._ids[k0:k] or win_ends[:n] != ends[k0:k]
-                or len(win_ends) <= n or not win_ends[n] & 1):
+        if (
+            win_ids[:n] != self._ids[k0:k]
+            or win_ends[:n] != ends[k0:k]
+            or len(win_ends) <= n
+            or not win_ends[n] & 1
+        ):
             return None
         self._splice(k, win_ids[n:], win_ends[n:], len(text) - (ends[k - 1] >> 1))
         return kind
@@ -366,7 +341,7 @@ class IncrementalEncoder:
         fast = self._eng.fast.encode(text, a0) if self._eng.fast is not None else None
         if fast is not None:
             return fast
-        return self._convert(_plain(self._eng.full, text[a0:]), a0, text)
+        return convert(self._eng, self._table, plain(self._eng.full, text[a0:]), a0, text)
 
     def _splice(self, k: int, ids: Sequence[int], ends: array[int], chars: int) -> None:
         del self._ids[k:]
@@ -377,7 +352,7 @@ class IncrementalEncoder:
         self.stats.reencoded_chars += chars
         self.stats.last_reused_tokens, self.stats.last_reencoded_chars = k, chars
 
-    def _verified(self, text: str, c: int, kind: str) -> str | None:
+    def _verified(self, text: str, c: int, kind: Change) -> EncodePath | None:
         width = 64
         for attempt in range(4):
             target = self._target(c, c, width)
@@ -392,7 +367,7 @@ class IncrementalEncoder:
             if n >= 2:
                 self.stats.widenings += attempt
                 self._splice(k0 + n, win_ids[n:], win_ends[n:], len(text) - a0)
-                return kind + "-verified"
+                return _VERIFIED[kind]
             width *= 4
         self.stats.widenings += 3
         return None
@@ -400,23 +375,16 @@ class IncrementalEncoder:
     def _window(self, text: str, a0: int) -> tuple[list[int], array[int]]:
         """Encode ``text[a0:]`` mid-segment; segments after an added token get their marker."""
         eng = self._eng
-        enc = _plain(eng.window, text[a0:])
-        ids, ends = self._convert(enc, a0, text)
+        enc = plain(eng.window, text[a0:])
+        ids, ends = convert(self._eng, self._table, enc, a0, text)
         if eng.window is eng.full or eng.added_ids.isdisjoint(ids):
             return ids, ends
-        marks = self._occurrences(ids, enc.offsets, a0, text)
+        marks = occurrences(self._eng, ids, enc.offsets, a0, text)
         if True in marks:
             i = marks.index(True)
             start = ends[i - 1] >> 1 if i > 0 else a0
-            rest_ids, rest_ends = self._convert(_plain(eng.full, text[start:]), start, text)
+            rest_ids, rest_ends = convert(
+                self._eng, self._table, plain(eng.full, text[start:]), start, text
+            )
             return ids[:i] + rest_ids, ends[:i] + rest_ends
         return ids, ends
-
-
-class _Unsure(Exception):
-    """Internal: the fast path cannot tell; the caller falls back to a full encode."""
-
-
-def _plain(tk: tokenizers.Tokenizer, text: str) -> Any:
-    """Encode without special-token insertion (the window and full encodes are bare)."""
-    return tk.encode(text, add_special_tokens=False)

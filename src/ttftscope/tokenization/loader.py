@@ -128,11 +128,17 @@ class Tokenizer:
 def _added_tokens(hf: tokenizers.Tokenizer) -> list[AddedTokenInfo]:
     infos = []
     for tid, tok in sorted(hf.get_added_tokens_decoder().items()):
-        infos.append(AddedTokenInfo(
-            content=tok.content, id=int(tid), special=bool(tok.special),
-            lstrip=bool(tok.lstrip), rstrip=bool(tok.rstrip),
-            normalized=bool(tok.normalized), single_word=bool(tok.single_word),
-        ))
+        infos.append(
+            AddedTokenInfo(
+                content=tok.content,
+                id=int(tid),
+                special=bool(tok.special),
+                lstrip=bool(tok.lstrip),
+                rstrip=bool(tok.rstrip),
+                normalized=bool(tok.normalized),
+                single_word=bool(tok.single_word),
+            )
+        )
     return infos
 
 
@@ -191,7 +197,10 @@ def _from_json_file(path: Path, name: str, config_dir: Path | None) -> Tokenizer
     config = _read_config(config_dir) if config_dir is not None else {}
     template = _read_template(config_dir, config) if config_dir is not None else None
     return Tokenizer(
-        hf, path, name, chat_template=template,
+        hf,
+        path,
+        name,
+        chat_template=template,
         bos_token=_token_str(config.get("bos_token")),
         eos_token=_token_str(config.get("eos_token")),
     )
@@ -218,8 +227,9 @@ def _read_template(folder: Path, config: dict[str, Any]) -> str | None:
         try:
             return jinja.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
-            raise TokenizerError(f"cannot read {jinja}: {exc}",
-                                 hint="fix or delete the file (it is optional)") from exc
+            raise TokenizerError(
+                f"cannot read {jinja}: {exc}", hint="fix or delete the file (it is optional)"
+            ) from exc
     tmpl = config.get("chat_template")
     if isinstance(tmpl, list):  # named templates: [{"name": "default", "template": "..."}]
         named = {t.get("name"): t.get("template") for t in tmpl if isinstance(t, dict)}

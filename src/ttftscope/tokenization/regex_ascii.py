@@ -21,8 +21,20 @@ import re
 
 _WS = r"\t\n\x0b\x0c\r "  # onig's \s on ASCII (U+001C..U+001F are not white space there)
 _ESCAPES = {"r": r"\r", "n": r"\n", "t": r"\t"}
-_ASCII_CLASSES = {"L": "A-Za-z", "Lu": "A-Z", "Ll": "a-z", "Lt": "", "Lm": "", "Lo": "",
-                  "M": "", "Mn": "", "Mc": "", "Me": "", "N": "0-9", "Nd": "0-9"}
+_ASCII_CLASSES = {
+    "L": "A-Za-z",
+    "Lu": "A-Z",
+    "Ll": "a-z",
+    "Lt": "",
+    "Lm": "",
+    "Lo": "",
+    "M": "",
+    "Mn": "",
+    "Mc": "",
+    "Me": "",
+    "N": "0-9",
+    "Nd": "0-9",
+}
 
 
 class _Refuse(Exception):

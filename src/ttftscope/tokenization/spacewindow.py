@@ -41,7 +41,7 @@ import re
 from array import array
 from bisect import bisect_left
 from itertools import accumulate, chain, compress, pairwise
-from typing import Any
+from typing import Any, NamedTuple, cast
 
 import tokenizers
 
@@ -50,13 +50,22 @@ from ttftscope.tokenization.fastpath import added_regex
 
 _CACHE_CAP = 1 << 16
 _KEY_CAP = 64  # longest word or chunk kept in the cache
-_FIRST, _SECOND = operator.itemgetter(0), operator.itemgetter(1)
+
+
+class Chunk(NamedTuple):
+    """A cached word's or chunk's BPE: ids, and 2 × each token's length in characters."""
+
+    ids: tuple[int, ...]
+    doubled_lengths: tuple[int, ...]
+
+
+# Fields read through C-level getters: the join loop runs over every word of a window.
+_IDS, _LENGTHS = operator.itemgetter(0), operator.itemgetter(1)
 # Character classes as bracket contents; anything else is "other". "▁" first (own class).
 _CLASSES = (SPACE_MARK, "A-Za-z", r"\d", r"!-/:-@\[-`{-~", r"\t\n\x0b\x0c\r")
 _OTHER = len(_CLASSES)
 _MEMBER = [re.compile(f"[{c}]") for c in _CLASSES]
 _BYTE_TOKEN = re.compile(r"<0x[0-9A-F]{2}>")
-_Value = tuple[tuple[int, ...], tuple[int, ...]]  # ids, and 2 * length of each token
 
 
 def _class_of(ch: str) -> int:
@@ -97,8 +106,11 @@ def merge_pairs(model: dict[str, Any]) -> set[tuple[str, str]] | None:
     """
     merged = _merge_strings(model)
     every_byte = has_every_byte_token(model.get("vocab") or {})
-    if merged is None or (model.get("byte_fallback") and not every_byte) or (
-            model.get("fuse_unk") and not model.get("byte_fallback")):
+    if (
+        merged is None
+        or (model.get("byte_fallback") and not every_byte)
+        or (model.get("fuse_unk") and not model.get("byte_fallback"))
+    ):
         return None
     return {pair for s in merged for pair in pairwise(s)}  # a few thousand, from 32K merges
 
@@ -174,16 +186,22 @@ class SpaceWindow:
     >>> SpaceWindow.build(doc, window, table).encode("\\u2581x = 1", 0)  # doctest: +SKIP
     """
 
-    def __init__(self, window: tokenizers.Tokenizer, added: re.Pattern[str] | None,
-                 words: re.Pattern[str], chunks: re.Pattern[str] | None,
-                 table: list[int]) -> None:
+    def __init__(
+        self,
+        window: tokenizers.Tokenizer,
+        added: re.Pattern[str] | None,
+        words: re.Pattern[str],
+        chunks: re.Pattern[str] | None,
+        table: list[int],
+    ) -> None:
         self._model, self._added, self._table = window.model, added, table
         self._words, self._chunks = words.findall, chunks.findall if chunks else None
-        self._cache: dict[str, _Value] = {}  # words and chunks: the BPE of each alone
+        self._cache: dict[str, Chunk] = {}  # words and chunks: the BPE of each alone
 
     @classmethod
-    def build(cls, doc: dict[str, Any], window: tokenizers.Tokenizer,
-              table: list[int]) -> SpaceWindow:
+    def build(
+        cls, doc: dict[str, Any], window: tokenizers.Tokenizer, table: list[int]
+    ) -> SpaceWindow:
         """The chunk-wise encoder of a tokenizer whose plan is "space" (the caller checks);
         ``window`` is the tokenizer without its start-of-input marker."""
         pairs = merge_pairs(doc.get("model") or {})
@@ -199,15 +217,16 @@ class SpaceWindow:
         if added is not None and (added.search(text, a0) or added.search(norm)):
             return None
         words = self._words(norm)
-        vals: list[Any] = list(map(self._cache.get, words))
+        vals: list[Chunk | None] = list(map(self._cache.get, words))
         if None in vals and not self._fill(words, vals):
             return None
-        ids = list(chain.from_iterable(map(_FIRST, vals)))
-        doubled = accumulate(chain.from_iterable(map(_SECOND, vals)), initial=2 * a0)
+        full = cast("list[Chunk]", vals)  # _fill filled every miss
+        ids = list(chain.from_iterable(map(_IDS, full)))
+        doubled = accumulate(chain.from_iterable(map(_LENGTHS, full)), initial=2 * a0)
         next(doubled)
         return ids, array("I", doubled)
 
-    def _fill(self, words: list[str], vals: list[Any]) -> bool:
+    def _fill(self, words: list[str], vals: list[Chunk | None]) -> bool:
         """Values of unseen words, from their chunks; unseen chunks go to the BPE model.
 
         Words and chunks longer than ``_KEY_CAP`` are encoded but not kept (a huge run would
@@ -216,7 +235,7 @@ class SpaceWindow:
         cache = self._cache
         if len(cache) > _CACHE_CAP:
             cache.clear()
-        fresh: dict[str, _Value] = {}
+        fresh: dict[str, Chunk] = {}
         for word in set(compress(words, map(operator.not_, vals))):
             parts = self._chunks(word) if self._chunks is not None else [word]
             pieces = []
@@ -226,14 +245,19 @@ class SpaceWindow:
                     return False
                 fresh[part] = found
                 pieces.append(found)
-            fresh[word] = pieces[0] if len(pieces) == 1 else (
-                tuple(chain.from_iterable(map(_FIRST, pieces))),
-                tuple(chain.from_iterable(map(_SECOND, pieces))))
+            fresh[word] = (
+                pieces[0]
+                if len(pieces) == 1
+                else Chunk(
+                    tuple(chain.from_iterable(map(_IDS, pieces))),
+                    tuple(chain.from_iterable(map(_LENGTHS, pieces))),
+                )
+            )
         vals[:] = map(fresh.get, words, vals)  # a miss's new value, else the cached one
         cache.update((k, v) for k, v in fresh.items() if len(k) <= _KEY_CAP)
         return True
 
-    def _tokenize(self, chunk: str) -> _Value | None:
+    def _tokenize(self, chunk: str) -> Chunk | None:
         """The model's BPE of one chunk (HF's own per-segment call), ends as character offsets.
 
         Model offsets count UTF-8 bytes; HF reports the character holding a token's last
@@ -249,4 +273,4 @@ class SpaceWindow:
         if not char_ends or char_ends[-1] != len(chunk):
             return None
         steps = map(operator.sub, char_ends, [0, *char_ends[:-1]])
-        return (tuple(self._table[t.id] for t in toks), tuple(map((2).__mul__, steps)))
+        return Chunk(tuple(self._table[t.id] for t in toks), tuple(map((2).__mul__, steps)))

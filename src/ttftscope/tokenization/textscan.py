@@ -21,9 +21,7 @@ RUN_CAP = 4096  # longest trailing same-class run searched before giving up (ful
 # Characters whose class may differ between Python and the regex engine (C0 separators, NEL,
 # zero-width and format characters, code points unassigned in Python's Unicode version) are
 # "ambiguous": they never end a run, which can only move a cut earlier, never later.
-_AMBIGUOUS = frozenset(
-    "\x1c\x1d\x1e\x1f\x85\xa0\u180e\u200b\u200c\u200d\u2060\ufeff\u2028\u2029"
-)
+_AMBIGUOUS = frozenset("\x1c\x1d\x1e\x1f\x85\xa0\u180e\u200b\u200c\u200d\u2060\ufeff\u2028\u2029")
 
 
 def char_class(ch: str) -> str:
@@ -131,7 +129,11 @@ def last_ascii(text: str, c: int, cap: int) -> int:
 
 
 def agreement(
-    ids: list[int], ends: array[int], k0: int, win_ids: list[int], win_ends: array[int],
+    ids: list[int],
+    ends: array[int],
+    k0: int,
+    win_ids: list[int],
+    win_ends: array[int],
     limit: int,
 ) -> int:
     """Tokens from ``k0`` on that the window reproduces, ending at a character boundary < limit.

@@ -259,29 +259,55 @@ def ranks_to_tokenizer_json(
     vocab.update(special_tokens)
     merges = [[_to_unicode(a), _to_unicode(b)] for a, b in _derive_merges(ranks)]
     added = [
-        {"id": tid, "content": content, "single_word": False, "lstrip": False,
-         "rstrip": False, "normalized": False, "special": True}
+        {
+            "id": tid,
+            "content": content,
+            "single_word": False,
+            "lstrip": False,
+            "rstrip": False,
+            "normalized": False,
+            "special": True,
+        }
         for content, tid in sorted(special_tokens.items(), key=lambda kv: kv[1])
     ]
-    byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False,
-                  "use_regex": False}
+    byte_level = {
+        "type": "ByteLevel",
+        "add_prefix_space": False,
+        "trim_offsets": False,
+        "use_regex": False,
+    }
     return {
         "version": "1.0",
         "truncation": None,
         "padding": None,
         "added_tokens": added,
         "normalizer": None,
-        "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
-            {"type": "Split", "pattern": {"Regex": adapt_pattern(pat_str)},
-             "behavior": "Isolated", "invert": False},
-            byte_level,
-        ]},
+        "pre_tokenizer": {
+            "type": "Sequence",
+            "pretokenizers": [
+                {
+                    "type": "Split",
+                    "pattern": {"Regex": adapt_pattern(pat_str)},
+                    "behavior": "Isolated",
+                    "invert": False,
+                },
+                byte_level,
+            ],
+        },
         "post_processor": byte_level,
         "decoder": byte_level,
-        "model": {"type": "BPE", "dropout": None, "unk_token": None,
-                  "continuing_subword_prefix": None, "end_of_word_suffix": None,
-                  "fuse_unk": False, "byte_fallback": False, "ignore_merges": True,
-                  "vocab": vocab, "merges": merges},
+        "model": {
+            "type": "BPE",
+            "dropout": None,
+            "unk_token": None,
+            "continuing_subword_prefix": None,
+            "end_of_word_suffix": None,
+            "fuse_unk": False,
+            "byte_fallback": False,
+            "ignore_merges": True,
+            "vocab": vocab,
+            "merges": merges,
+        },
     }
 
 
@@ -312,8 +338,9 @@ def convert_rank_file(path: Path, cache_folder: Path) -> tuple[Path, TiktokenSpe
     """
     ranks, digest = read_rank_file(path)
     spec = recognise(path, ranks, digest)
-    key_src = json.dumps([digest, spec.pat_str, sorted(spec.special_tokens.items()),
-                          CONVERTER_VERSION])
+    key_src = json.dumps(
+        [digest, spec.pat_str, sorted(spec.special_tokens.items()), CONVERTER_VERSION]
+    )
     key = hashlib.sha256(key_src.encode()).hexdigest()[:24]
     out = cache_folder / f"{spec.name}-{key}.json"
     if not out.is_file():

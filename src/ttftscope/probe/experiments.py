@@ -1,0 +1,304 @@
+"""Repeatable single-variable TTFT experiments against one server, one request at a time.
+
+One request at a time is what makes the server's histogram deltas between two scrapes belong
+to exactly that request. Each context size gets its own deterministic synthetic agent context
+(salted per run so the first request is really cold), then every repeat appends a fresh
+~1.4K-character turn to the same conversation, so the prefix cache is warm exactly as it is
+for a coding agent. ``ab="ids"`` sends the same prompts as text and as token ids to
+``/v1/completions``, alternating: the TTFT difference is what server-side tokenization costs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import httpx
+
+from ttftscope.client.endpoint import Endpoint
+from ttftscope.client.stream import CompletionPath, raise_for_result, stream_completion
+from ttftscope.errors import UNREACHABLE_KINDS, FailureKind, MetricsError
+from ttftscope.metrics.engines import ServerBreakdown, breakdown, queue_depth
+from ttftscope.metrics.prom import MetricsSnapshot, delta
+from ttftscope.metrics.scrape import ascrape
+from ttftscope.probe.decompose import RequestIdentity, add_server_view, client_record
+from ttftscope.probe.workload import agent_turn, build_context
+from ttftscope.records import Phase, ProbeRecord, RecordWriter, Variant
+from ttftscope.tokenization.loader import Tokenizer
+
+_ASSISTANT_REPLY = "Understood. Continuing."
+# ids: each prompt also as text and as token ids to /v1/completions, alternating
+AbMode = Literal["ids"]
+# Failures that make every later request fail the same way: stop and say so.
+_FATAL = UNREACHABLE_KINDS | {
+    FailureKind.AUTH_ERROR,
+    FailureKind.NOT_FOUND,
+    FailureKind.BAD_RESPONSE,
+}
+
+
+@dataclass
+class ProbeOptions:
+    """What to send. Defaults follow ``vllm bench serve`` where names overlap.
+
+    >>> ProbeOptions(context_tokens=[0, 8000], ab="ids").repeat
+    5
+    """
+
+    context_tokens: Sequence[int] = (0,)
+    repeat: int = 5
+    num_warmups: int = 1
+    max_tokens: int | None = None  # None: the endpoint's model.max_tokens
+    ab: AbMode | None = None
+    seed: int = 0
+    turn_chars: int = 1400
+    salt: str = field(default_factory=lambda: uuid.uuid4().hex[:8])
+    metrics_settle_s: float = 3.0
+
+
+@dataclass
+class ProbeRun:
+    """Every record of one probe run, in the order the requests were sent.
+
+    >>> ProbeRun(run_id="r1", model="m").records
+    []
+    """
+
+    run_id: str
+    model: str
+    records: list[ProbeRecord] = field(default_factory=list)
+
+
+@dataclass
+class _Request:
+    variant: Variant
+    path: CompletionPath
+    body: dict[str, object]
+    tokenize: Callable[[], int] | None = None  # client-side tokenization, timed when present
+
+
+class Prober:
+    """Sends probe requests and turns each into a checked :class:`ProbeRecord`."""
+
+    def __init__(
+        self,
+        ep: Endpoint,
+        opts: ProbeOptions,
+        *,
+        client: httpx.AsyncClient,
+        writer: RecordWriter | None = None,
+        on_record: Callable[[ProbeRecord], None] | None = None,
+        local_tokenizer: Tokenizer | None = None,
+    ) -> None:
+        self.ep, self.opts, self.client = ep, opts, client
+        self.writer, self.on_record = writer, on_record
+        self.tok = local_tokenizer
+        self.run = ProbeRun(run_id=uuid.uuid4().hex[:12], model=ep.model)
+        self._index = 0
+        self._metrics_error = ""
+
+    async def count_tokens(self, text: str) -> int:
+        """Token count by the local tokenizer when configured, else the server's /tokenize."""
+        if self.tok is not None:
+            return len(self.tok.encode(text))
+        return len(await self.ep.tokenize(self.client, text))
+
+    async def _context(self, size: int) -> str:
+        if size <= 0:
+            return ""
+        return await _build_context_async(
+            size, self.count_tokens, seed=self.opts.seed + size, salt=self.opts.salt
+        )
+
+    async def send(self, req: _Request, phase: Phase, context_tokens: int) -> ProbeRecord:
+        """One request: scrape, (tokenize), stream, scrape until settled, record, check."""
+        before = await self._scrape()
+        tokenize_ms = None
+        client_tokens = None
+        if req.tokenize is not None:
+            t = time.perf_counter_ns()
+            client_tokens = req.tokenize()
+            tokenize_ms = (time.perf_counter_ns() - t) / 1e6
+        result = await stream_completion(
+            self.client,
+            base_url=self.ep.base_url,
+            path=req.path,
+            body=req.body,
+            api_key=self.ep.api_key,
+            timeout_s=self.ep.timeout_s,
+            headers=self.ep.headers,
+        )
+        who = RequestIdentity(self.run.run_id, self._index, req.variant, phase, context_tokens)
+        rec = client_record(result, who, tokenize_ms=tokenize_ms, client_tokens=client_tokens)
+        self._index += 1
+        if result.error_kind in _FATAL:
+            self._emit(rec)
+            raise_for_result(result)  # nothing to measure without a server
+        if before is None:
+            rec.notes.append(f"no server metrics: {self._metrics_error}")
+        elif result.ok:
+            rec.waiting_before = queue_depth(before, model=self.ep.model)[1]
+            add_server_view(rec, await self._settled_breakdown(before))
+        self._emit(rec)
+        return rec
+
+    async def _settled_breakdown(self, before: MetricsSnapshot) -> ServerBreakdown:
+        # vLLM records queue/prefill/e2e when the request finishes, a moment after [DONE]
+        deadline = time.monotonic() + self.opts.metrics_settle_s
+        while True:
+            after = await self._scrape()
+            if after is None:
+                return ServerBreakdown(
+                    engine="unknown",
+                    notes=[f"metrics scrape failed after the request: {self._metrics_error}"],
+                )
+            bd = breakdown(delta(before, after), model=self.ep.model)
+            counts = (bd.ttft_count, bd.e2e_count)
+            settled = all(c is None or c >= 1 for c in counts)
+            if settled or time.monotonic() > deadline:
+                if not settled:
+                    bd.notes.append(
+                        "server metrics did not advance within "
+                        f"{self.opts.metrics_settle_s:.0f}s of the response"
+                    )
+                return bd
+            await asyncio.sleep(0.02)
+
+    async def _scrape(self) -> MetricsSnapshot | None:
+        """A metrics snapshot, or None (reason kept) when the server exposes none."""
+        try:
+            return await ascrape(
+                self.ep.metrics_url, client=self.client, headers=self.ep.auth_headers()
+            )
+        except MetricsError as exc:
+            self._metrics_error = exc.message
+            return None
+
+    def _emit(self, rec: ProbeRecord) -> None:
+        # on_record first: it may drop fields the settings say not to record
+        if self.on_record is not None:
+            self.on_record(rec)
+        self.run.records.append(rec)
+        if self.writer is not None:
+            self.writer.write(rec)
+
+    # -- experiments -------------------------------------------------------------------
+    def _phase(self, i: int) -> Phase:
+        if i == 0:
+            return "cold"
+        return "warmup" if i <= self.opts.num_warmups else "warm"
+
+    async def chat_series(self, size: int) -> None:
+        """Cold request, warmups, then ``repeat`` warm requests, each adding a fresh turn."""
+        ctx = await self._context(size)
+        history: list[dict[str, str]] = []
+        total = 1 + self.opts.num_warmups + self.opts.repeat
+        for i in range(total):
+            phase = self._phase(i)
+            turn = agent_turn(i, seed=self.opts.seed, chars=self.opts.turn_chars)
+            messages = _messages(ctx, history, turn)
+            await self.send(self._chat_request(messages), phase, size)
+            history += [
+                {"role": "user", "content": turn},
+                {"role": "assistant", "content": _ASSISTANT_REPLY},
+            ]
+
+    def _chat_request(self, messages: list[dict[str, str]]) -> _Request:
+        body = {"model": self.ep.model, "messages": messages, **self._sampling()}
+        tok = self.tok
+        tokenize = None
+        if tok is not None:
+
+            def tokenize() -> int:
+                return sum(len(tok.encode(m["content"])) for m in messages)
+
+        return _Request("chat", "/chat/completions", body, tokenize)
+
+    async def ab_series(self, size: int) -> None:
+        """Text vs token ids on /v1/completions, alternating which goes first."""
+        ctx = await self._context(size)
+        total = 1 + self.opts.num_warmups + self.opts.repeat
+        for i in range(total):
+            phase = self._phase(i)
+            # each request gets its own fresh turn, so both variants find the same cached
+            # context and the same uncached tail; only the prompt's form differs
+            first, second = (
+                ctx + agent_turn(1000 + 2 * i + k, seed=self.opts.seed, chars=self.opts.turn_chars)
+                for k in (0, 1)
+            )
+            ids = await self.ep.tokenize(self.client, second if i % 2 == 0 else first)
+            text_req = self._completion_request("text", first if i % 2 == 0 else second)
+            ids_req = self._completion_request("ids", ids)
+            pair = (text_req, ids_req) if i % 2 == 0 else (ids_req, text_req)
+            await self.send(pair[0], phase, size)
+            # the first request of the first pair warmed the context for the second
+            await self.send(pair[1], "warmup" if phase == "cold" else phase, size)
+
+    def _sampling(self) -> dict[str, Any]:
+        return {
+            "max_tokens": self.opts.max_tokens or self.ep.max_tokens,
+            "temperature": self.ep.temperature,
+        }
+
+    def _completion_request(self, variant: Variant, prompt: str | list[int]) -> _Request:
+        body = {"model": self.ep.model, "prompt": prompt, **self._sampling()}
+        return _Request(variant, "/completions", body)
+
+    async def run_all(self) -> ProbeRun:
+        for size in self.opts.context_tokens:
+            await self.chat_series(size)
+            if self.opts.ab == "ids":
+                await self.ab_series(size)
+        return self.run
+
+
+def _messages(ctx: str, history: list[dict[str, str]], turn: str) -> list[dict[str, str]]:
+    system = "You are a coding agent. Work carefully.\n" + ctx
+    return [{"role": "system", "content": system}, *history, {"role": "user", "content": turn}]
+
+
+async def _build_context_async(
+    size: int, counter: Callable[[str], Any], *, seed: int, salt: str
+) -> str:
+    """Run :func:`build_context` with an async token counter (server /tokenize)."""
+    loop = asyncio.get_running_loop()
+    header = f"# session {salt}\n"
+
+    def sync_count(text: str) -> int:
+        fut = asyncio.run_coroutine_threadsafe(counter(header + text), loop)
+        return int(fut.result())
+
+    body = await asyncio.to_thread(build_context, size, sync_count, seed=seed)
+    return header + body
+
+
+async def run_probe(
+    ep: Endpoint,
+    opts: ProbeOptions,
+    *,
+    writer: RecordWriter | None = None,
+    on_record: Callable[[ProbeRecord], None] | None = None,
+    local_tokenizer: Tokenizer | None = None,
+) -> ProbeRun:
+    """Run the whole probe and return every record (also streamed to ``writer``).
+
+    >>> # asyncio.run(run_probe(Endpoint.from_settings(s), ProbeOptions(context_tokens=[0])))
+    """
+    limits = httpx.Limits(max_connections=4, max_keepalive_connections=4)
+    async with httpx.AsyncClient(limits=limits, timeout=ep.timeout_s) as client:
+        if not ep.model:
+            ep.model = await ep.discover_model(client)
+        prober = Prober(
+            ep,
+            opts,
+            client=client,
+            writer=writer,
+            on_record=on_record,
+            local_tokenizer=local_tokenizer,
+        )
+        prober.run.model = ep.model
+        return await prober.run_all()

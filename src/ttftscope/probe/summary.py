@@ -1,0 +1,149 @@
+"""Turn probe records into groups and a flat summary in the style of ``vllm bench serve``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from ttftscope.errors import FailureKind
+from ttftscope.records import ProbeRecord
+from ttftscope.stats import median, percentile
+
+# (summary key stem, record attribute); each gets median_ and pNN_ keys
+PARTS: tuple[tuple[str, str], ...] = (
+    ("ttft", "client_ttft_ms"),
+    ("server_ttft", "server_ttft_ms"),
+    ("queue", "queue_ms"),
+    ("prefill", "prefill_ms"),
+    ("server_frontend", "server_frontend_ms"),
+    ("outside_server", "outside_server_ms"),
+    ("serialize", "serialize_ms"),
+    ("tokenize", "tokenize_ms"),
+)
+
+
+def usable(records: Iterable[ProbeRecord]) -> list[ProbeRecord]:
+    """Warm, successful, uncontaminated samples: the ones statistics are made of."""
+    return [r for r in records if r.ok and r.phase == "warm" and not r.contaminated]
+
+
+def part_stats(
+    records: Sequence[ProbeRecord], percentiles: Sequence[float] = (50, 90), prefix: str = ""
+) -> dict[str, float | None]:
+    """``{prefix}median_ttft_ms``, ``{prefix}p90_ttft_ms``, … for every part.
+
+    >>> part_stats([])["median_ttft_ms"] is None
+    True
+    """
+    out: dict[str, float | None] = {}
+    for stem, attr in PARTS:
+        values = [getattr(r, attr) for r in records]
+        out[f"{prefix}median_{stem}_ms"] = median(values)
+        for q in percentiles:
+            if q != 50:
+                out[f"{prefix}p{q:g}_{stem}_ms"] = percentile(values, q)
+    hits = sum(r.prefix_hits or 0 for r in records)
+    queries = sum(r.prefix_queries or 0 for r in records)
+    out[f"{prefix}prefix_hit_rate"] = hits / queries if queries else None
+    return out
+
+
+def _cold_fields(cold: ProbeRecord | None) -> dict[str, Any]:
+    attrs = (
+        "client_ttft_ms",
+        "server_ttft_ms",
+        "queue_ms",
+        "prefill_ms",
+        "server_frontend_ms",
+        "prefix_hit_rate",
+    )
+    out = {f"cold_{a}": getattr(cold, a) if cold else None for a in attrs}
+    out["cold_ttft_ms"] = out.pop("cold_client_ttft_ms")
+    return out
+
+
+def groups(
+    records: Sequence[ProbeRecord], percentiles: Sequence[float] = (50, 90)
+) -> list[dict[str, Any]]:
+    """One row per (context size, variant): the cold request, then warm statistics."""
+    order = {"chat": 0, "text": 1, "ids": 2}
+    keys = sorted(
+        {(r.context_tokens_target, r.variant) for r in records},
+        key=lambda k: (k[0], order.get(k[1], 9), k[1]),
+    )
+    rows = []
+    for size, variant in keys:
+        mine = [r for r in records if r.context_tokens_target == size and r.variant == variant]
+        cold = next((r for r in mine if r.phase == "cold" and r.ok), None)
+        warm = usable(mine)
+        row: dict[str, Any] = {
+            "context_tokens": size,
+            "variant": variant,
+            "n": len(warm),
+            **_cold_fields(cold),
+            "prompt_tokens": warm[-1].prompt_tokens if warm else None,
+            "computed_tokens": median(r.computed_tokens for r in warm),
+        }
+        row.update(part_stats(warm, percentiles))
+        rows.append(row)
+    return rows
+
+
+def failures(records: Sequence[ProbeRecord]) -> dict[str, dict[str, Any]]:
+    """Failed requests by kind: how many, and the first message (already redacted).
+
+    >>> failures([ProbeRecord(run_id="r", index=0, variant="chat", phase="warm", ok=False,
+    ...                       error_kind="rate_limited", error="429")])
+    {'rate_limited': {'count': 1, 'example': '429', 'status': None}}
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for r in records:
+        if not r.ok:
+            kind = str(r.error_kind or FailureKind.REQUEST_ERROR)
+            entry = out.setdefault(kind, {"count": 0, "example": r.error, "status": r.status})
+            entry["count"] += 1
+    return out
+
+
+def notes(records: Sequence[ProbeRecord]) -> list[str]:
+    """Distinct notes across records, in first-seen order, each with how often it occurred."""
+    counts: dict[str, int] = {}
+    for r in records:
+        for n in r.notes:
+            counts[n] = counts.get(n, 0) + 1
+    return [n if c == 1 else f"{n} (×{c})" for n, c in counts.items()]
+
+
+def summarize(
+    records: Sequence[ProbeRecord],
+    *,
+    model: str,
+    base_url: str,
+    percentiles: Sequence[float] = (50, 90),
+) -> dict[str, Any]:
+    """Flat summary: overall warm chat statistics, A/B figures, counts and per-group rows.
+
+    >>> summarize([], model="m", base_url="u")["completed"]
+    0
+    """
+    chat = usable(r for r in records if r.variant == "chat")
+    out: dict[str, Any] = {
+        "model": model,
+        "base_url": base_url,
+        "completed": sum(r.ok for r in records),
+        "failed": sum(not r.ok for r in records),
+        "contaminated": sum(r.contaminated for r in records),
+        "checks_failed": sum(not all(r.checks.values()) for r in records),
+    }
+    out.update(part_stats(chat, percentiles))
+    text = usable(r for r in records if r.variant == "text")
+    ids = usable(r for r in records if r.variant == "ids")
+    if text and ids:
+        out.update(part_stats(text, percentiles, prefix="ab_text_"))
+        out.update(part_stats(ids, percentiles, prefix="ab_ids_"))
+        t, i = out["ab_text_median_ttft_ms"], out["ab_ids_median_ttft_ms"]
+        out["ab_ttft_ratio_text_over_ids"] = t / i if t and i else None
+    out["groups"] = groups(records, percentiles)
+    out["failures"] = failures(records)
+    out["notes"] = notes(records)
+    return out

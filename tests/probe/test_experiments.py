@@ -1,0 +1,50 @@
+"""Probe behaviour on faults real vLLM will not produce on demand (in-process test server)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from tests.faultserver import FaultOptions, FaultServer
+from ttftscope.client.endpoint import Endpoint
+from ttftscope.probe.experiments import ProbeOptions, run_probe
+from ttftscope.probe.summary import summarize
+
+
+def _ep(srv: FaultServer, scenario: str) -> Endpoint:
+    base = srv.base_url(scenario)
+    return Endpoint(
+        base_url=base,
+        metrics_url=base[: -len("/v1")] + "/metrics",
+        model="tiny-llama",
+        timeout_s=10,
+    )
+
+
+def test_rate_limited_requests_are_recorded_but_never_latency_samples() -> None:
+    with FaultServer(FaultOptions(retry_after="3")) as srv:
+        run = asyncio.run(
+            run_probe(_ep(srv, "rate_limited"), ProbeOptions(repeat=2, num_warmups=0))
+        )
+    assert len(run.records) == 3
+    assert all(not r.ok and r.error_kind == "rate_limited" for r in run.records)
+    assert all(r.retry_after == "3" and r.client_ttft_ms is None for r in run.records)
+    summary = summarize(run.records, model="m", base_url="b")
+    assert summary["failed"] == 3 and summary["median_ttft_ms"] is None
+
+
+def test_server_without_metrics_degrades_to_client_view_with_a_note() -> None:
+    with FaultServer(FaultOptions(first_content_delay_s=0.05)) as srv:
+        run = asyncio.run(run_probe(_ep(srv, "normal"), ProbeOptions(repeat=2, num_warmups=1)))
+    assert [r.phase for r in run.records] == ["cold", "warmup", "warm", "warm"]
+    for r in run.records:
+        assert r.ok and r.server_ttft_ms is None and r.checks == {}
+        assert r.wire_ttft_ms is not None and r.wire_ttft_ms >= 40
+        assert any("no server metrics" in n for n in r.notes)
+    # each warm request carries the whole conversation so far plus one fresh turn
+    assert summarize(run.records, model="m", base_url="b")["median_ttft_ms"] is not None
+
+
+def test_dropped_stream_is_a_classified_failure() -> None:
+    with FaultServer() as srv:
+        run = asyncio.run(run_probe(_ep(srv, "drop"), ProbeOptions(repeat=1, num_warmups=0)))
+    assert all(not r.ok and r.error_kind == "stream_error" for r in run.records)

@@ -1,0 +1,80 @@
+"""Flat summaries and groups from records."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ttftscope.errors import FailureKind
+from ttftscope.probe.summary import groups, summarize
+from ttftscope.records import Phase, ProbeRecord, Variant
+from ttftscope.stats import median, percentile
+
+
+def _rec(
+    i: int,
+    variant: Variant = "chat",
+    phase: Phase = "warm",
+    ttft: float = 10.0,
+    size: int = 0,
+    **kw: Any,
+) -> ProbeRecord:
+    return ProbeRecord(
+        run_id="r",
+        index=i,
+        variant=variant,
+        phase=phase,
+        ok=True,
+        client_ttft_ms=ttft,
+        context_tokens_target=size,
+        **kw,
+    )
+
+
+def test_percentiles_interpolate_and_skip_missing() -> None:
+    assert percentile([1, 2, 3, 4, 5], 90) == 4.6
+    assert median([None, 5.0]) == 5.0
+    assert percentile([], 50) is None
+
+
+def test_summary_uses_only_warm_clean_successes() -> None:
+    recs = [
+        _rec(0, phase="cold", ttft=1000),
+        _rec(1, phase="warmup", ttft=500),
+        _rec(2, ttft=10),
+        _rec(3, ttft=20),
+        _rec(4, ttft=30),
+        _rec(5, ttft=9999, contaminated=True),
+        ProbeRecord(
+            run_id="r",
+            index=6,
+            variant="chat",
+            phase="warm",
+            ok=False,
+            status=429,
+            error_kind=FailureKind.RATE_LIMITED,
+        ),
+    ]
+    s = summarize(recs, model="m", base_url="b", percentiles=[50, 90, 99])
+    assert s["median_ttft_ms"] == 20
+    assert s["p99_ttft_ms"] < 31
+    assert s["failed"] == 1 and s["contaminated"] == 1
+    assert s["groups"][0]["cold_ttft_ms"] == 1000
+
+
+def test_ab_ratio_and_hit_rate() -> None:
+    recs = [
+        _rec(0, "text", ttft=30, prefix_hits=90, prefix_queries=100),
+        _rec(1, "ids", ttft=10, prefix_hits=95, prefix_queries=100),
+    ]
+    s = summarize(recs, model="m", base_url="b")
+    assert s["ab_ttft_ratio_text_over_ids"] == 3.0
+    assert s["ab_text_prefix_hit_rate"] == 0.9
+
+
+def test_groups_are_ordered_by_size_then_variant() -> None:
+    recs = [_rec(0, "ids", size=8), _rec(1, "chat", size=8), _rec(2, "chat", size=0)]
+    assert [(g["context_tokens"], g["variant"]) for g in groups(recs)] == [
+        (0, "chat"),
+        (8, "chat"),
+        (8, "ids"),
+    ]
