@@ -11,17 +11,22 @@ Scenarios (chat and completions unless noted):
     slow_headers  sleeps ``header_delay_s`` before answering, then like normal
     rate_limited  429 with Retry-After
     server_error  500 with an OpenAI-style error body
-    unauthorized  401 that echoes the presented key (tests check the client redacts it)
+    unauthorized  401 that echoes the presented key and api-key headers (tests check redaction)
     html          200 text/html everywhere (a web page, not an API)
     drop          connection cut mid-stream (no terminating chunk)
     truncated     clean end of body, but no [DONE] and no finish_reason
     stream_error  a role chunk then an in-stream ``{"error": ...}`` event
     odd_chunks    the normal stream cut in odd byte pieces (mid-UTF-8, \\r|\\n, mid-JSON)
+
+``GET /{scenario}/health`` answers 200 (it stands in for a local vLLM in tests). Like vLLM,
+usage counts the token ids a request sends (``kv_transfer_params.prompt_token_ids`` on chat,
+a ``prompt`` list on completions) as its prompt tokens.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import threading
 import time
@@ -196,12 +201,19 @@ def _app(srv: FaultServer) -> Starlette:
         if model not in opts.models:
             msg = f"The model `{model}` does not exist."
             return JSONResponse(_error_body(msg, "NotFoundError", 404), status_code=404)
+        ids = _sent_ids(payload)
+        # as vLLM does: the ids sent are the prompt
+        mine = opts if ids is None else dataclasses.replace(opts, prompt_tokens=len(ids))
         if not payload.get("stream"):
-            return JSONResponse(_full_answer(opts, kind, model))
-        return StreamingResponse(_body(scenario, opts, kind, model), media_type="text/event-stream")
+            return JSONResponse(_full_answer(mine, kind, model))
+        return StreamingResponse(_body(scenario, mine, kind, model), media_type="text/event-stream")
+
+    async def health(request: Request) -> Response:
+        return Response(status_code=200)
 
     return Starlette(
         routes=[
+            Route("/{scenario}/health", health, methods=["GET"]),
             Route("/{scenario}/v1/models", models, methods=["GET"]),
             Route("/{scenario}/v1/chat/completions", completions, methods=["POST"]),
             Route("/{scenario}/v1/completions", completions, methods=["POST"]),
@@ -210,6 +222,15 @@ def _app(srv: FaultServer) -> Starlette:
 
 
 _STATUS_FAULTS = {"rate_limited", "server_error", "unauthorized"}
+
+
+def _sent_ids(payload: dict[str, Any]) -> list[int] | None:
+    """Token ids a request carries (``kv_transfer_params`` on chat, ``prompt`` list)."""
+    kv = payload.get("kv_transfer_params")
+    ids = kv.get("prompt_token_ids") if isinstance(kv, dict) else payload.get("prompt")
+    if isinstance(ids, list) and ids and all(isinstance(i, int) for i in ids):
+        return ids
+    return None
 
 
 def _status_fault(scenario: str, request: Request, opts: FaultOptions) -> Response:
@@ -223,6 +244,9 @@ def _status_fault(scenario: str, request: Request, opts: FaultOptions) -> Respon
         return JSONResponse(_error_body("engine dead", "InternalServerError", 500), status_code=500)
     auth = request.headers.get("authorization", "")
     msg = f"Incorrect API key provided: {auth.removeprefix('Bearer ')}"
+    for name in ("api-key", "x-api-key"):  # some gateways echo these too
+        if name in request.headers:
+            msg += f"; {name}: {request.headers[name]}"
     return JSONResponse(_error_body(msg, "AuthenticationError", 401), status_code=401)
 
 

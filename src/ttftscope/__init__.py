@@ -47,8 +47,14 @@ if TYPE_CHECKING:
     from ttftscope.metrics.scrape import ascrape, scrape
     from ttftscope.probe.experiments import ProbeOptions, ProbeRun, run_probe
     from ttftscope.probe.summary import summarize
-    from ttftscope.records import ProbeRecord, RecordWriter, read_records
-    from ttftscope.tokenization.chat import ChatSession
+    from ttftscope.records import (
+        ProbeRecord,
+        RecordsRead,
+        RecordWriter,
+        read_records,
+        read_records_report,
+    )
+    from ttftscope.tokenization.chat import ChatRenderer, ChatSession
     from ttftscope.tokenization.incremental import EncoderStats, IncrementalEncoder
     from ttftscope.tokenization.loader import Tokenizer, load_tokenizer
 
@@ -85,6 +91,9 @@ _LAZY: dict[str, str] = {
     "ProbeRecord": "records",
     "RecordWriter": "records",
     "read_records": "records",
+    "read_records_report": "records",
+    "RecordsRead": "records",
+    "ChatRenderer": "tokenization.chat",
     "ChatSession": "tokenization.chat",
     "EncoderStats": "tokenization.incremental",
     "IncrementalEncoder": "tokenization.incremental",
@@ -95,6 +104,7 @@ _LAZY: dict[str, str] = {
 __all__ = [
     "AuthError",
     "BadResponse",
+    "ChatRenderer",
     "ChatSession",
     "ConfigError",
     "EncoderStats",
@@ -114,6 +124,7 @@ __all__ = [
     "ProbeRun",
     "RateLimited",
     "RecordWriter",
+    "RecordsRead",
     "RequestTimeout",
     "ServerBreakdown",
     "ServerError",
@@ -138,6 +149,7 @@ __all__ = [
     "ping",
     "queue_depth",
     "read_records",
+    "read_records_report",
     "redact",
     "redact_text",
     "run_probe",

@@ -25,7 +25,9 @@ echoes).
 
 from __future__ import annotations
 
+import copy
 from enum import StrEnum
+from typing import Self
 
 
 class FailureKind(StrEnum):
@@ -74,6 +76,18 @@ class TtftscopeError(Exception):
         self.message = message
         self.hint = hint
         super().__init__(message if hint is None else f"{message}\n  hint: {hint}")
+
+    def with_hint(self, hint: str) -> Self:
+        """The same error with another hint (a caller that knows more says what to do).
+
+        >>> print(TtftscopeError("refused", hint="start it").with_hint("it runs elsewhere"))
+        refused
+          hint: it runs elsewhere
+        """
+        other = copy.copy(self)
+        other.hint = hint
+        other.args = (f"{self.message}\n  hint: {hint}",)
+        return other
 
 
 class ConfigError(TtftscopeError):

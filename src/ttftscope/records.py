@@ -2,16 +2,21 @@
 
 Records are appended and flushed one per line as each request finishes, so a run that is
 killed leaves every finished record readable. Field names carry their unit (``_ms``).
+
+What a line on disk holds is a record after two documented changes, because JSON lines are
+UTF-8 and split at ``\\n`` only: a lone surrogate in any text becomes U+FFFD (it has no UTF-8
+form; see :func:`clean_text`), and a non-finite float (nan, inf) becomes ``null`` (no value).
 """
 
 from __future__ import annotations
 
-import json
 import os
+import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from ttftscope.errors import ConfigError, FailureKind
 
@@ -73,6 +78,49 @@ class ProbeRecord(BaseModel):
     t_wall: float | None = None
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+# str.splitlines() (and so editors and most line tools) also ends lines at these; JSON
+# escapes the other ones (control characters) already.
+_LINE_BREAKS = {ord(c): f"\\u{ord(c):04x}" for c in "\x85\u2028\u2029"}
+
+
+def clean_text(text: str) -> str:
+    """``text`` as valid Unicode: a surrogate pair becomes its character, a lone one U+FFFD.
+
+    Lone surrogates come from JSON escapes such as ``"\\ud800"``; UTF-8 cannot encode them.
+
+    >>> clean_text("ok \\ud83d\\ude00 \\ud800!")
+    'ok 😀 �!'
+    """
+    if not _SURROGATE.search(text):
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
+def _cleaned(value: object) -> object:
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, dict):
+        return {_cleaned(k): _cleaned(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_cleaned(v) for v in value]
+    return value
+
+
+def record_line(record: BaseModel, *, exclude: set[str] | None = None) -> str:
+    """The JSON line (without its ``\\n``) :class:`RecordWriter` writes for ``record``.
+
+    >>> rec = ProbeRecord(run_id="a\\u2028b", index=0, variant="chat", phase="cold", ok=True)
+    >>> line = record_line(rec)
+    >>> "\\\\u2028" in line, "\\u2028" in line, line.splitlines() == [line]
+    (True, False, True)
+    """
+    # Lone surrogates have no UTF-8 form: pydantic fails on them in values and mangles them
+    # into three U+FFFD in dict keys, so every text is cleaned before it is dumped.
+    clean = type(record).model_validate(_cleaned(record.model_dump()))
+    return clean.model_dump_json(exclude=exclude).translate(_LINE_BREAKS)
+
+
 class RecordWriter:
     """Append records to a JSONL file, one flushed line per record.
 
@@ -84,18 +132,21 @@ class RecordWriter:
     def __init__(self, path: Path, *, exclude: set[str] | None = None) -> None:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
+            torn = _ends_mid_line(path)
             self._fh: IO[str] = path.open("a", encoding="utf-8")
+            if torn:  # a killed writer's half line must not swallow our first record
+                self._fh.write("\n")
         except OSError as exc:
             raise ConfigError(
-                f"cannot write records to {path}: {exc.strerror}",
+                f"cannot write records to {path}: {exc.strerror or exc}",
                 hint="pick a writable --result-dir",
             ) from None
         self.path = path
         self.exclude = exclude or set()
 
     def write(self, record: BaseModel) -> None:
-        """Append one record as a JSON line and flush it to disk."""
-        self._fh.write(record.model_dump_json(exclude=self.exclude) + "\n")
+        """Append one record as a JSON line (:func:`record_line`) and flush it to disk."""
+        self._fh.write(record_line(record, exclude=self.exclude) + "\n")
         self._fh.flush()
         os.fsync(self._fh.fileno())
 
@@ -110,18 +161,84 @@ class RecordWriter:
         self.close()
 
 
+def _ends_mid_line(path: Path) -> bool:
+    if not path.is_file():
+        return False
+    with path.open("rb") as fh:
+        if fh.seek(0, os.SEEK_END) == 0:
+            return False
+        fh.seek(-1, os.SEEK_END)
+        return fh.read(1) != b"\n"
+
+
+@dataclass(frozen=True)
+class RecordsRead:
+    """The records of a file and the 1-based numbers of the lines that held none.
+
+    >>> RecordsRead([], skipped_lines=(3,)).skipped
+    1
+    """
+
+    records: list[ProbeRecord]
+    skipped_lines: tuple[int, ...] = ()
+
+    @property
+    def skipped(self) -> int:
+        """How many non-blank lines were not records (torn, not UTF-8, not JSON, invalid)."""
+        return len(self.skipped_lines)
+
+
+def read_records_report(path: Path) -> RecordsRead:
+    """Read every complete record and say which lines were skipped (torn by a kill, edited).
+
+    Lines end at ``\\n`` only; blank lines are ignored. A missing file has no records.
+
+    >>> import tempfile; p = Path(tempfile.mkdtemp()) / "r.jsonl"
+    >>> with RecordWriter(p) as w:
+    ...     w.write(ProbeRecord(run_id="r", index=0, variant="chat", phase="cold", ok=True))
+    >>> with p.open("ab") as fh:
+    ...     _ = fh.write(b'{"run_id": "r\\xc3')  # killed mid-character
+    >>> got = read_records_report(p)
+    >>> len(got.records), got.skipped_lines
+    (1, (2,))
+    """
+    try:
+        raw = path.read_bytes()
+    except (FileNotFoundError, NotADirectoryError):
+        return RecordsRead([])
+    except OSError as exc:
+        raise _unreadable(path, exc) from None
+    records: list[ProbeRecord] = []
+    skipped: list[int] = []
+    for number, line in enumerate(raw.split(b"\n"), start=1):
+        if not line.strip():
+            continue
+        try:  # pydantic's parser also rejects bad UTF-8, huge numbers and deep nesting
+            records.append(ProbeRecord.model_validate_json(line))
+        except ValidationError:
+            skipped.append(number)
+    return RecordsRead(records, tuple(skipped))
+
+
+def _unreadable(path: Path, exc: OSError) -> ConfigError:
+    if path.is_dir():
+        return ConfigError(
+            f"{path} is a directory, not a records file",
+            hint="pass one of the .jsonl files in it (a probe writes probe-<time>.jsonl)",
+        )
+    return ConfigError(
+        f"cannot read records from {path}: {exc.strerror or exc}",
+        hint="check the path and its permissions; records are the .jsonl files a probe "
+        "writes to --result-dir",
+    )
+
+
 def read_records(path: Path) -> list[ProbeRecord]:
-    """Read every complete record; a torn last line (killed writer) is skipped.
+    """Read every complete record; a torn line (killed writer) is skipped.
+
+    :func:`read_records_report` also says which lines were skipped.
 
     >>> read_records(Path("/nonexistent.jsonl"))
     []
     """
-    if not path.exists():
-        return []
-    out: list[ProbeRecord] = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            out.append(ProbeRecord.model_validate(json.loads(line)))
-        except (json.JSONDecodeError, ValueError):
-            continue
-    return out
+    return read_records_report(path).records

@@ -138,3 +138,10 @@ def test_any_chunking_decodes_like_the_whole(
     whole, _ = feed_all([raw])
     assert whole == expected
     assert feed_all(chunks)[0] == whole
+
+
+def test_retry_too_long_for_int_is_ignored() -> None:
+    # int() refuses more than 4,300 digits: the decoder must not pass that on.
+    events, d = feed_all([b"retry: " + b"9" * 5_000 + b"\ndata: q\n\nretry: 20\n\n"])
+    assert events == [SSEEvent(data="q")]
+    assert d.retry_ms == 20

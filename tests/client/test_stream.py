@@ -3,7 +3,8 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -13,6 +14,7 @@ from tests.faultserver import FaultOptions, FaultServer
 from ttftscope import errors
 from ttftscope.client.stream import StreamResult, encode_body, raise_for_result, stream_completion
 from ttftscope.config.redact import redact
+from ttftscope.records import ProbeRecord, RecordWriter, read_records
 
 KEY = "sk-test-SECRET-4242"
 CHAT: dict[str, object] = {"model": "tiny-llama", "messages": [{"role": "user", "content": "hi"}]}
@@ -217,7 +219,7 @@ def free_port() -> int:
 def test_connection_refused() -> None:
     (r,) = run(f"http://127.0.0.1:{free_port()}/v1")
     assert (r.ok, r.error_kind, r.status) == (False, "connection_refused", None)
-    assert "ttftscope local-server start" in (r.error_hint or "")
+    assert "check base_url" in (r.error_hint or "")
     with pytest.raises(errors.ServerUnreachable) as info:
         raise_for_result(r)
     assert info.value.kind == "connection_refused" and info.value.exit_code == 4
@@ -273,3 +275,100 @@ def test_ok_result_does_not_raise(srv: FaultServer) -> None:
     (r,) = run(srv.base_url())
     raise_for_result(r)  # must not raise
     assert r.ok
+
+
+# --- answers no real server should send: each ends as our failure, and records survive ----
+
+
+def mock_run(status: int, content_type: str, parts: list[bytes]) -> StreamResult:
+    async def body() -> AsyncIterator[bytes]:
+        for part in parts:
+            yield part
+
+    async def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(status, headers={"content-type": content_type}, content=body())
+
+    async def go() -> StreamResult:
+        async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as c:
+            return await stream_completion(
+                c,
+                base_url="http://h/v1",
+                path="/chat/completions",
+                body=CHAT,
+                api_key=KEY,
+                timeout_s=5,
+            )
+
+    return asyncio.run(go())
+
+
+def record_round_trip(r: StreamResult, path: Path) -> ProbeRecord:
+    rec = ProbeRecord(
+        run_id="r",
+        index=0,
+        variant="chat",
+        phase="cold",
+        ok=r.ok,
+        status=r.status,
+        error_kind=r.error_kind,
+        error=r.error,
+        model=r.model,
+    )
+    with RecordWriter(path) as w:
+        w.write(rec)
+    (back,) = read_records(path)
+    return back
+
+
+def test_error_text_with_line_separators_survives_the_record_file(tmp_path: Path) -> None:
+    body = json.dumps({"error": {"message": "line\u2028two\u2029three\x85four"}}).encode()
+    r = mock_run(500, "application/json", [body])
+    assert (r.error_kind, r.status) == ("server_error", 500)
+    back = record_round_trip(r, tmp_path / "r.jsonl")
+    assert back.error == r.error and back.error is not None
+    assert back.error.endswith("line\u2028two\u2029three\x85four")
+
+
+def test_error_text_with_a_lone_surrogate_is_recordable(tmp_path: Path) -> None:
+    body = b'{"error": {"message": "engine \\ud800 dead"}}'
+    r = mock_run(500, "application/json", [body])
+    assert r.error is not None and r.error.endswith("engine \ufffd dead")
+    r.model_dump_json()  # the result itself serializes
+    assert record_round_trip(r, tmp_path / "r.jsonl").error == r.error
+
+
+@pytest.mark.parametrize(
+    ("data", "needle"),
+    [
+        (b'{"usage": {"prompt_tokens": ' + b"1" * 4_400 + b"}}", "number too long to read"),
+        (b"[" * 1_000 + b"]" * 1_000, "nested too deeply to read"),
+        (b'{"choices": ' * 1_000 + b"0" + b"}" * 1_000, "nested too deeply to read"),
+    ],
+)
+def test_unreadable_json_event_is_a_stream_error(data: bytes, needle: str) -> None:
+    role = b'data: {"choices": [{"delta": {"role": "assistant"}}]}\n\n'
+    r = mock_run(200, "text/event-stream", [role, b"data: " + data + b"\n\n", b"data: [DONE]\n\n"])
+    assert (r.ok, r.error_kind, r.status) == (False, "stream_error", 200)
+    assert r.error is not None and needle in r.error
+    assert "OpenAI-compatible" in (r.error_hint or "")
+    with pytest.raises(errors.StreamBroken):
+        raise_for_result(r)
+
+
+@pytest.mark.parametrize(
+    ("status", "kind"), [(500, "server_error"), (400, "http_error"), (200, "bad_response")]
+)
+def test_unreadable_json_error_body_is_classified(status: int, kind: str) -> None:
+    for body in (b"[" * 100_000, b'{"error": ' + b"1" * 4_400 + b"}"):
+        r = mock_run(status, "application/json", [body])
+        assert (r.ok, r.error_kind) == (False, kind)
+        assert r.error is not None and "to read" in r.error
+
+
+def test_lone_surrogates_in_stream_content_are_replaced() -> None:
+    chunk = b'{"model": "m\\udfff", "choices": [{"delta": {"content": "a\\ud800"}}]}'
+    end = b'{"choices": [{"delta": {}, "finish_reason": "stop"}]}'
+    r = mock_run(200, "text/event-stream", [b"data: " + chunk + b"\n\ndata: " + end + b"\n\n"])
+    assert r.ok, r.error
+    assert (r.text, r.model) == ("a\ufffd", "m\ufffd")
+    r.model_dump_json()

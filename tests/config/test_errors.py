@@ -117,15 +117,19 @@ def test_section_must_be_a_table(proj: Path, env: dict[str, str]) -> None:
 @pytest.mark.parametrize(
     ("text", "where", "expected"),
     [
-        ('[api]\ntimeout_seconds = "fast"\n', "config.toml:2", "a positive number of seconds"),
-        ("[api]\nmax_retries = -1\n", "config.toml:2", "a whole number >= 0"),
-        ("[model]\n\nmax_tokens = 1.5\n", "config.toml:3", "a whole number >= 1"),
+        (
+            '[api]\ntimeout_seconds = "fast"\n',
+            "config.toml:2",
+            "a number of seconds above 0 and at most 86400",
+        ),
+        ("[api]\nmax_retries = -1\n", "config.toml:2", "a whole number from 0 to 100"),
+        ("[model]\n\nmax_tokens = 1.5\n", "config.toml:3", "a whole number from 1 to 1000000"),
         ('[debug]\nlog_token_count = "maybe"\n', "config.toml:2", "true or false"),
         ("[api]\nbase_url = 8000\n", "config.toml:2", "a URL string"),
         (
             '[profiles.p.model]\ntemperature = "hot"\n',
             "config.toml:2 [profiles.p]",
-            "a number >= 0",
+            "a number from 0 to 100",
         ),
     ],
 )

@@ -1,7 +1,8 @@
 """Unit tests of the local vLLM server manager, with a stand-in server instead of real vLLM.
 
-The stand-in is a small Python HTTP server whose command line contains "vllm" (the manager
-checks that before it signals a recorded pid); the real start/stop runs in tests/e2e.
+The stand-in (:mod:`tests.localserver.standin`) is a small Python HTTP server whose command
+line contains "vllm" (the manager checks that before it signals a recorded pid); the real
+start/stop runs in tests/e2e.
 """
 
 from __future__ import annotations
@@ -11,53 +12,17 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
+from tests.localserver.standin import use_fake
 from ttftscope.cli.local import local_server
 from ttftscope.errors import LocalServerError
 from ttftscope.localserver import process as ls
 from ttftscope.localserver import state as st
 from ttftscope.localserver.install import install_deps
-
-FAKE_SERVER = r"""
-import http.server, subprocess, sys, time
-port, delay, mode = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
-if mode == "die":
-    print("fatal: fake engine failed to start", flush=True)
-    sys.exit(3)
-if mode == "stubborn":
-    import signal
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", "vllm-child"])
-time.sleep(delay)
-class H(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        self.send_response(200 if self.path == "/health" else 404)
-        self.end_headers()
-    def log_message(self, *a):
-        pass
-http.server.HTTPServer(("127.0.0.1", port), H).serve_forever()
-"""
-
-
-@pytest.fixture
-def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    monkeypatch.setenv("TTFTSCOPE_CACHE_DIR", str(tmp_path))
-    yield tmp_path
-    ls.stop(grace_s=2.0)  # never leave a stand-in running, whatever the test did
-
-
-def use_fake(monkeypatch: pytest.MonkeyPatch, mode: str = "ok", delay: float = 0.3) -> None:
-    def command(python: Path, model: Path, port: int, extra: Sequence[str] = ()) -> list[str]:
-        return [sys.executable, "-c", FAKE_SERVER, str(port), str(delay), mode, "vllm-fake"]
-
-    monkeypatch.setattr(ls, "ensure_vllm_venv", lambda progress=None: Path("/no/venv"))
-    monkeypatch.setattr(ls, "ensure_tiny_model", lambda venv=None, progress=None: Path("/m"))
-    monkeypatch.setattr(ls, "server_command", command)
 
 
 def group_pids(pgid: int) -> list[int]:
@@ -146,10 +111,13 @@ def test_start_reuse_and_stop_kill_the_whole_group(
     cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     use_fake(monkeypatch)
-    server = ls.start(wait_s=20, progress=lambda _: None)
+    port = ls.pick_free_port()  # not 8000: a real vLLM of the e2e tests may want that one
+    server = ls.start(port, wait_s=20, progress=lambda _: None)
+    assert server.port == port
     assert ls.healthy(server.root_url)
     assert ls.status() == server
     assert ls.start(wait_s=20, progress=lambda _: None) == server  # reused, not restarted
+    assert ls.start(port, wait_s=20, progress=lambda _: None) == server  # its own port: reused
     with pytest.raises(LocalServerError, match="already runs"):
         ls.start(server.port + 1, wait_s=5)
     deadline = time.monotonic() + 10
@@ -164,7 +132,7 @@ def test_start_reuse_and_stop_kill_the_whole_group(
 
 def test_stop_falls_back_to_sigkill(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     use_fake(monkeypatch, mode="stubborn")
-    server = ls.start(wait_s=20, progress=lambda _: None)
+    server = ls.start(ls.pick_free_port(), wait_s=20, progress=lambda _: None)
     t0 = time.monotonic()
     assert ls.stop(grace_s=0.5) is True
     assert time.monotonic() - t0 < 8
@@ -176,7 +144,7 @@ def test_start_reports_log_tail_when_server_dies(
 ) -> None:
     use_fake(monkeypatch, mode="die")
     with pytest.raises(LocalServerError, match="fake engine failed") as info:
-        ls.start(wait_s=20, progress=lambda _: None)
+        ls.start(ls.pick_free_port(), wait_s=20, progress=lambda _: None)
     assert info.value.exit_code == 15
     assert not st.state_path().exists()
 
@@ -185,9 +153,10 @@ def test_cli_status_start_stop(cache: Path, monkeypatch: pytest.MonkeyPatch) -> 
     runner = CliRunner()
     assert runner.invoke(local_server, ["status"]).exit_code == 1
     use_fake(monkeypatch)
-    result = runner.invoke(local_server, ["start", "--wait-s", "20"])
+    port = str(ls.pick_free_port())
+    result = runner.invoke(local_server, ["start", "--port", port, "--wait-s", "20"])
     assert result.exit_code == 0, result.output
-    assert "base_url: http://127.0.0.1:" in result.output
+    assert f"base_url: http://127.0.0.1:{port}/v1" in result.output
     assert f"model: {ls.SERVED_MODEL}" in result.output
     status = runner.invoke(local_server, ["status", "--json"])
     assert status.exit_code == 0 and '"port"' in status.output
@@ -201,7 +170,7 @@ def test_cli_start_failure_uses_error_exit_code(
 
     use_fake(monkeypatch, mode="die")
     with pytest.raises(SystemExit) as info:
-        main(["local-server", "start", "--wait-s", "20"])
+        main(["local-server", "start", "--port", str(ls.pick_free_port()), "--wait-s", "20"])
     assert info.value.code == LocalServerError.exit_code
     assert "fake engine failed" in capsys.readouterr().err
 
@@ -230,7 +199,7 @@ def test_running_server_stops_only_what_it_launched(
     cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     use_fake(monkeypatch)
-    first = ls.ensure_started(wait_s=20, progress=lambda _: None)
+    first = ls.ensure_started(ls.pick_free_port(), wait_s=20, progress=lambda _: None)
     assert first.launched
     with ls.running_server(wait_s=20) as reused:  # another user's server: reused, kept
         assert reused == first.server
@@ -238,6 +207,6 @@ def test_running_server_stops_only_what_it_launched(
     assert ls.stop(only_pid=first.server.pid + 1) is False  # not the recorded server
     assert ls.status() == first.server
     assert ls.stop(only_pid=first.server.pid) is True
-    with ls.running_server(wait_s=20) as own:  # launched here: stopped on exit
+    with ls.running_server(ls.pick_free_port(), wait_s=20) as own:  # launched: stopped on exit
         assert ls.healthy(own.root_url)
     assert ls.status() is None

@@ -12,11 +12,12 @@ import httpx
 import pytest
 
 from ttftscope.errors import MetricsError
+from ttftscope.metrics import scrape as scrape_module
 from ttftscope.metrics.scrape import ascrape, scrape
 
 SECRET = "sk-test-do-not-leak-123"
 # path -> (status, content type, body, delay seconds, extra headers)
-Route = tuple[int, str, str, float, dict[str, str]]
+Route = tuple[int, str, str | bytes, float, dict[str, str]]
 
 
 def _handler(
@@ -28,7 +29,7 @@ def _handler(
             missing: Route = (404, "application/json", '{"detail":"Not Found"}', 0.0, {})
             status, ctype, body, delay, extra = routes.get(self.path.split("?")[0], missing)
             stopping.wait(delay)  # stop() cuts slow answers short
-            data = body.encode()
+            data = body.encode() if isinstance(body, str) else body
             try:
                 self.send_response(status)
                 self.send_header("content-type", ctype)
@@ -164,3 +165,51 @@ def test_ascrape_connection_refused() -> None:
     url = f"http://127.0.0.1:{_free_port()}/metrics"
     with pytest.raises(MetricsError, match="cannot reach"):
         asyncio.run(ascrape(url, timeout=2))
+
+
+# --- bodies a broken server or proxy sends ------------------------------------------------
+
+
+def test_invalid_utf8_is_replaced_and_noted(server: Server, vllm_text: str) -> None:
+    body = vllm_text.replace("Number of times", "Number \xff of times").encode("latin-1")
+    server.routes["/mangled"] = (200, "text/plain", body, 0.0, {})
+    snap = scrape(server.url("/mangled"))
+    assert snap.value("vllm:prefix_cache_queries_total") == 684458.0
+    assert any("not valid UTF-8" in n for n in snap.notes)
+
+
+def test_invalid_utf8_in_a_sample_says_so(server: Server) -> None:
+    server.routes["/bad"] = (200, "text/plain", b"ok 1\nvllm:x\xff 1\n", 0.0, {})
+    with pytest.raises(MetricsError, match=r"line 2: .*not valid UTF-8 \(byte 11 of 15"):
+        scrape(server.url("/bad"))
+
+
+@pytest.mark.parametrize("charset", ["base64", "utf-16", "no-such-codec"])
+def test_charset_is_ignored_the_format_is_utf8(
+    server: Server, vllm_text: str, charset: str
+) -> None:
+    # httpx decodes by the declared charset: base64 raised TypeError, utf-16 gave garbage.
+    ctype = f"text/plain; version=0.0.4; charset={charset}"
+    server.routes["/charset"] = (200, ctype, vllm_text, 0.0, {})
+    assert scrape(server.url("/charset")).value("vllm:prefix_cache_queries_total") == 684458.0
+
+
+def test_body_over_the_cap_is_refused(server: Server, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(scrape_module, "MAX_BODY_BYTES", 10_000)
+    with pytest.raises(MetricsError, match="more than 0 MiB") as err:
+        scrape(server.url("/metrics"))
+    assert "api.metrics_url" in str(err.value)
+
+    async def run() -> None:
+        with pytest.raises(MetricsError, match="more than 0 MiB"):
+            await ascrape(server.url("/metrics"))
+
+    asyncio.run(run())
+
+
+def test_scraped_duplicates_are_noted(server: Server, vllm_text: str) -> None:
+    body = vllm_text + 'vllm:num_requests_waiting{engine="0",model_name="tiny"} 9.0\n'
+    server.routes["/dup"] = (200, "text/plain", body, 0.0, {})
+    snap = scrape(server.url("/dup"))
+    assert snap.value("vllm:num_requests_waiting") == 0.0 and snap.scrape_s is not None
+    assert any("more than once" in n for n in snap.notes)

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from tests.faultserver import FaultOptions, FaultServer
 from ttftscope.client.endpoint import Endpoint
+from ttftscope.errors import ModelNotFound
 from ttftscope.probe.experiments import ProbeOptions, run_probe
 from ttftscope.probe.summary import summarize
 
@@ -48,3 +51,28 @@ def test_dropped_stream_is_a_classified_failure() -> None:
     with FaultServer() as srv:
         run = asyncio.run(run_probe(_ep(srv, "drop"), ProbeOptions(repeat=1, num_warmups=0)))
     assert all(not r.ok and r.error_kind == "stream_error" for r in run.records)
+
+
+def test_wrong_model_names_the_served_models_not_the_base_url() -> None:
+    with FaultServer() as srv:
+        ep = _ep(srv, "normal")
+        ep.model = "tiny-lama"
+        with pytest.raises(ModelNotFound) as info:
+            asyncio.run(run_probe(ep, ProbeOptions(repeat=1, num_warmups=0)))
+    assert "available: tiny-llama, tiny-qwen-chat" in info.value.message
+    assert info.value.hint == "did you mean 'tiny-llama'?"
+
+
+def test_stages_and_records_are_reported_as_they_happen() -> None:
+    stages: list[str] = []
+    seen: list[int] = []
+    opts = ProbeOptions(repeat=2, num_warmups=0)
+    with FaultServer() as srv:
+        asyncio.run(
+            run_probe(
+                _ep(srv, "normal"), opts, on_stage=stages.append,
+                on_record=lambda r: seen.append(r.index),
+            )
+        )  # fmt: skip
+    assert stages == ["context 0 tokens: chat requests"]
+    assert seen == list(range(opts.total_requests))

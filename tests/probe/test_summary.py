@@ -78,3 +78,29 @@ def test_groups_are_ordered_by_size_then_variant() -> None:
         (8, "chat"),
         (8, "ids"),
     ]
+
+
+AB_PAIR: list[tuple[Variant, float]] = [("text", 30.0), ("ids", 10.0)]
+
+
+def test_ab_per_context_size_matches_the_rows() -> None:
+    recs = [
+        _rec(i, variant, ttft=ttft * (1 + size / 1000) + i, size=size)
+        for size in (0, 16000)
+        for i, (variant, ttft) in enumerate(AB_PAIR * 3)
+    ]
+    s = summarize(recs, model="m", base_url="b")
+    rows = {(g["context_tokens"], g["variant"]): g for g in s["groups"]}
+    assert [ab["context_tokens"] for ab in s["ab"]] == [0, 16000]
+    for ab in s["ab"]:
+        size = ab["context_tokens"]
+        assert ab["text_median_ttft_ms"] == rows[(size, "text")]["median_ttft_ms"]
+        assert ab["ids_median_ttft_ms"] == rows[(size, "ids")]["median_ttft_ms"]
+    # the pooled median matches no row: that is why the headline is per size
+    assert s["ab_text_median_ttft_ms"] not in {ab["text_median_ttft_ms"] for ab in s["ab"]}
+
+
+def test_summary_figures_are_rounded() -> None:
+    s = summarize([_rec(0, ttft=84.00939360000001)], model="m", base_url="b")
+    assert s["median_ttft_ms"] == 84.009
+    assert s["groups"][0]["median_ttft_ms"] == 84.009

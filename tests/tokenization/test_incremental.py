@@ -313,3 +313,18 @@ def test_shadow_mismatch_is_counted_and_resets_the_cache(
     assert enc.stats.shadow_mismatches == 1
     assert enc.encode(text + "!") == tok.encode(text + "!")
     assert enc.stats.path == "full"  # the cache was dropped after the mismatch
+
+
+@pytest.mark.parametrize("family", ["o200k", "llama2"])
+def test_forks_evolve_independently_and_stay_exact(
+    family: str, load_family: Callable[[str], Tokenizer], base_text: str
+) -> None:
+    tok = load_family(family)
+    enc = IncrementalEncoder(tok)
+    enc.encode(base_text)
+    other = enc.fork()
+    left, right = base_text + " pipe", base_text + "line 12\n"
+    assert enc.encode(left) == tok.encode(left, add_special_tokens=False)
+    assert other.encode(right) == tok.encode(right, add_special_tokens=False)
+    assert other.stats.path.startswith("append") and other.stats.last_reused_tokens > 0
+    assert enc.encode(left + "line") == tok.encode(left + "line", add_special_tokens=False)

@@ -23,7 +23,8 @@ from ttftscope.cli.options import CliState, config_options
 from ttftscope.cli.ping import ping
 from ttftscope.cli.probe import demo, probe
 from ttftscope.config.redact import redact_text
-from ttftscope.errors import TtftscopeError
+from ttftscope.errors import FailureKind, ServerUnreachable, TtftscopeError
+from ttftscope.localserver import process
 
 __all__ = ["cli", "main"]
 
@@ -50,7 +51,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         cli.main(args=argv, standalone_mode=False, obj=state)
     except TtftscopeError as exc:
-        message = escape(redact_text(str(exc), state.known_secrets()))
+        message = escape(redact_text(str(_local_server_hint(exc, state)), state.known_secrets()))
         state.err.print(f"[red]error:[/red] {message}", highlight=False)
         sys.exit(exc.exit_code)
     except OSError as exc:  # a file or folder we were told to use: say which and why
@@ -69,3 +70,21 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(exc.exit_code)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
+
+
+def _local_server_hint(exc: TtftscopeError, state: CliState) -> TtftscopeError:
+    """A refused connection's hint names the running local server, or how to start one."""
+    if not (isinstance(exc, ServerUnreachable) and exc.kind is FailureKind.CONNECTION_REFUSED):
+        return exc
+    local = process.status()
+    if local is None:
+        return exc.with_hint(
+            "is a server listening at that address? For a local one, run "
+            "`ttftscope local-server start` and leave the base URL unset"
+        )
+    loaded = state.loaded
+    origin = "" if loaded is None else f" (api.base_url is from {loaded.sources['api.base_url']})"
+    return exc.with_hint(
+        f"a local vLLM runs at {local.base_url}, not there{origin}: pass --base-url "
+        f"{local.base_url}, or leave the base URL unset to use it"
+    )

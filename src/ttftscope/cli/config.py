@@ -24,6 +24,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from ttftscope.cli.console import make_console
 from ttftscope.config.loader import LoadedSettings
 
 __all__ = ["config"]
@@ -77,4 +78,4 @@ def show(ctx: click.Context, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(loaded.rows(), indent=2))
     else:
-        render_table(loaded, Console(highlight=False))
+        render_table(loaded, make_console())

@@ -43,9 +43,18 @@ def install() -> None:
 
 
 @local_server.command(context_settings={"ignore_unknown_options": True})
-@click.option("--port", type=int, default=None, help="Port on 127.0.0.1 (default: a free one).")
 @click.option(
-    "--wait-s", type=float, default=300.0, show_default=True, help="Seconds to wait for /health."
+    "--port",
+    type=click.IntRange(1, 65535),
+    default=None,
+    help="Port on 127.0.0.1 (default: 8000 when free, else a free one).",
+)
+@click.option(
+    "--wait-s",
+    type=click.FloatRange(1, 7200),
+    default=300.0,
+    show_default=True,
+    help="Seconds to wait for /health.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the server as one JSON object.")
 @click.argument("extra_args", nargs=-1, type=click.UNPROCESSED)

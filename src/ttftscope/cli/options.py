@@ -19,8 +19,12 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
+from ttftscope.cli.console import make_console
+from ttftscope.config.checks import check_header
 from ttftscope.config.loader import LoadedSettings, load_settings
+from ttftscope.config.redact import header_secrets
 from ttftscope.errors import ConfigError
+from ttftscope.localserver import process
 
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
@@ -41,18 +45,41 @@ class CliState:
     flags: dict[str, object] = field(default_factory=dict)
     headers: dict[str, str] = field(default_factory=dict)
     secrets: list[str] = field(default_factory=list)
-    err: Console = field(default_factory=lambda: Console(stderr=True))
+    err: Console = field(default_factory=lambda: make_console(stderr=True))
     _loaded: LoadedSettings | None = None
 
     def load(self) -> LoadedSettings:
-        """The effective settings (loaded once; warnings printed once)."""
+        """The effective settings (loaded once; warnings printed once).
+
+        When nothing configures a base URL and a local server runs, its URL and model are
+        used, with "local server" as their source.
+        """
         if self._loaded is None:
-            self._loaded = load_settings(
-                config_path=self.config_path, profile=self.profile, flags=self.flags
-            )
-            self.secrets.extend(self._loaded.secrets())
-            for warning in self._loaded.warnings:
+            loaded = self._load_layers()
+            self._loaded = loaded
+            self.secrets.extend(loaded.secrets())
+            for warning in loaded.warnings:
                 self.err.print(f"[yellow]warning:[/yellow] {escape(warning)}", highlight=False)
+        return self._loaded
+
+    def _load_layers(self) -> LoadedSettings:
+        loaded = load_settings(config_path=self.config_path, profile=self.profile, flags=self.flags)
+        if loaded.sources["api.base_url"].kind != "default":
+            return loaded
+        local = process.status()
+        if local is None:
+            return loaded
+        return load_settings(
+            config_path=self.config_path,
+            profile=self.profile,
+            flags=self.flags,
+            discovered={"api.base_url": local.base_url, "model.default": local.model},
+            discovered_from=f"local server (pid {local.pid}; ttftscope local-server status)",
+        )
+
+    @property
+    def loaded(self) -> LoadedSettings | None:
+        """The settings if already loaded (error reporting must not load them again)."""
         return self._loaded
 
     def set_flag(self, key: str, value: object) -> None:
@@ -98,15 +125,23 @@ def parse_header(raw: str) -> tuple[str, str]:
     """
     name, sep, value = raw.partition(":")
     if not sep or not name.strip():
+        shown = repr(raw) if not sep else "with an empty name"  # no ':' means no value to hide
         raise ConfigError(
-            f"--header {raw!r} is not 'Name: value'", hint="write it as --header 'X-Team: infra'"
+            f"--header {shown} is not 'Name: value'", hint="write it as --header 'X-Team: infra'"
         )
-    return name.strip(), value.strip()
+    try:
+        return check_header(name.strip(), value.strip())
+    except ValueError as exc:
+        raise ConfigError(
+            f"--header {name.strip()!r}: {exc}",
+            hint="HTTP headers carry ASCII only; encode other text first (e.g. percent-encode)",
+        ) from None
 
 
 def _store_headers(ctx: click.Context, _param: click.Parameter, value: tuple[str, ...]) -> None:
     state = cli_state(ctx)
     state.headers.update(parse_header(raw) for raw in value)
+    state.secrets.extend(header_secrets(state.headers))
 
 
 def config_options(func: F) -> F:
@@ -143,7 +178,7 @@ def endpoint_options(func: F) -> F:
         ),
         click.option(
             "--timeout",
-            type=float,
+            type=click.FloatRange(0, 86_400, min_open=True),
             callback=_store_flag("api.timeout_seconds"),
             expose_value=False,
             help="Request timeout in seconds",

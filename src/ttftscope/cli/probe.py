@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -9,9 +10,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import click
-from rich.console import Console
 
+from ttftscope.cli.console import make_console
 from ttftscope.cli.options import CliState, cli_state, dumps, endpoint_options, run_async
+from ttftscope.cli.progress import RequestProgress
 from ttftscope.client.endpoint import Endpoint
 from ttftscope.client.stream import StreamResult, raise_for_result
 from ttftscope.config.schema import ObservabilitySettings, Settings
@@ -43,6 +45,7 @@ class ProbeArgs:
     result_dir: Path | None
     metric_percentiles: str
     as_json: bool
+    wide: bool
 
 
 def _numbers(text: str, what: str, cast: Callable[[str], N]) -> list[N]:
@@ -54,8 +57,11 @@ def _numbers(text: str, what: str, cast: Callable[[str], N]) -> list[N]:
             f"{what} {text!r} is not a comma-separated list of numbers",
             hint=f"for example {what} " + ("0,8000,32000" if cast is int else "50,90,99"),
         ) from None
-    if not values or any(float(v) < 0 for v in values):
-        raise ConfigError(f"{what} {text!r} needs at least one value, none negative")
+    if not values or any(not math.isfinite(v) or v < 0 for v in values):
+        raise ConfigError(
+            f"{what} {text!r} needs at least one value, each a finite number, none negative",
+            hint=f"for example {what} " + ("0,8000,32000" if cast is int else "50,90,99"),
+        )
     return values
 
 
@@ -112,12 +118,7 @@ def _local_tokenizer(s: Settings) -> Tokenizer | None:
 
 
 def execute_probe(
-    state: CliState,
-    opts: ProbeOptions,
-    *,
-    result_dir: Path | None,
-    as_json: bool,
-    percentiles: list[float],
+    state: CliState, opts: ProbeOptions, args: ProbeArgs, percentiles: list[float]
 ) -> dict[str, Any]:
     """Run a probe with the CLI's settings; print the table (or JSON); return the summary.
 
@@ -126,13 +127,26 @@ def execute_probe(
     s = state.load().settings
     ep = Endpoint.from_settings(s, headers=state.headers)
     tok = _local_tokenizer(s)
-    writer = _open_writer(s, result_dir)
+    writer = _open_writer(s, args.result_dir)
+    log = _request_logger(state)
     try:
-        run = run_async(
-            run_probe(
-                ep, opts, writer=writer, on_record=_request_logger(state), local_tokenizer=tok
+        with RequestProgress(opts.total_requests, state.err) as progress:
+
+            def on_record(rec: ProbeRecord) -> None:
+                if log is not None:
+                    log(rec)
+                progress.record(rec)
+
+            run = run_async(
+                run_probe(
+                    ep,
+                    opts,
+                    writer=writer,
+                    on_record=on_record,
+                    local_tokenizer=tok,
+                    on_stage=progress.stage,
+                )
             )
-        )
     finally:
         if writer is not None:
             writer.close()
@@ -141,12 +155,14 @@ def execute_probe(
     if writer is not None:
         summary["records_path"] = str(writer.path)
         writer.path.with_suffix(".summary.json").write_text(dumps(summary))
-    if as_json:
+    if args.as_json:
         click.echo(dumps(summary))
     else:
-        print_probe_summary(summary, Console())
+        print_probe_summary(summary, make_console(), wide=args.wide)
         if writer is not None:
-            click.echo(f"records: {writer.path}")
+            click.echo(
+                f"records: {writer.path} (summary: {writer.path.with_suffix('.summary.json')})"
+            )
     _fail_if_nothing_measured(run.records)
     return summary
 
@@ -180,13 +196,13 @@ def probe_options(func: F) -> F:
             "--repeat",
             default=5,
             show_default=True,
-            type=click.IntRange(1),
+            type=click.IntRange(1, 10_000),
             help="Warm requests per context size",
         ),
-        click.option("--num-warmups", default=1, show_default=True, type=click.IntRange(0)),
+        click.option("--num-warmups", default=1, show_default=True, type=click.IntRange(0, 1_000)),
         click.option(
             "--max-tokens",
-            type=click.IntRange(1),
+            type=click.IntRange(1, 1_000_000),
             help="Tokens to generate per request (default: model.max_tokens)",
         ),
         click.option(
@@ -194,7 +210,7 @@ def probe_options(func: F) -> F:
             type=click.Choice(["ids"]),
             help="Also send each prompt as text and as token ids (/v1/completions)",
         ),
-        click.option("--seed", default=0, show_default=True, type=int),
+        click.option("--seed", default=0, show_default=True, type=click.IntRange(0, 2**63 - 1)),
         click.option(
             "--result-dir",
             type=click.Path(path_type=Path),
@@ -202,6 +218,7 @@ def probe_options(func: F) -> F:
         ),
         click.option("--metric-percentiles", default="50,90", show_default=True),
         click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON"),
+        click.option("--wide", is_flag=True, help="Every column in the table (needs ~140 columns)"),
     ]
     for opt in reversed(opts):
         func = opt(func)
@@ -225,9 +242,7 @@ def _run_probe_command(state: CliState, args: ProbeArgs) -> None:
             f"--metric-percentiles {args.metric_percentiles!r}: each must be between 0 and 100",
             hint="for example 50,90,99",
         )
-    execute_probe(
-        state, opts, result_dir=args.result_dir, as_json=args.as_json, percentiles=percentiles
-    )
+    execute_probe(state, opts, args, percentiles)
 
 
 @click.command()
@@ -245,22 +260,24 @@ def probe(
     result_dir: Path | None,
     metric_percentiles: str,
     as_json: bool,
+    wide: bool,
 ) -> None:
     """Time requests one at a time and split each TTFT into its parts."""
-    _run_probe_command(
-        cli_state(ctx),
-        ProbeArgs(
-            context_tokens,
-            repeat,
-            num_warmups,
-            max_tokens,
-            ab,
-            seed,
-            result_dir,
-            metric_percentiles,
-            as_json,
-        ),
-    )
+    args = ProbeArgs(
+        context_tokens=context_tokens, repeat=repeat, num_warmups=num_warmups,
+        max_tokens=max_tokens, ab=ab, seed=seed, result_dir=result_dir,
+        metric_percentiles=metric_percentiles, as_json=as_json, wide=wide,
+    )  # fmt: skip
+    _run_probe_command(cli_state(ctx), args)
+
+
+NEXT_STEPS = """\
+Next, with the CLI on your PATH (source .venv/bin/activate):
+  ttftscope local-server start      # keep a local vLLM running on 127.0.0.1:8000
+  ttftscope ping                    # finds the running local server by itself
+  ttftscope probe --context-tokens 0,8000 --repeat 3 --ab ids
+  ttftscope config show             # every setting and where it came from
+  ttftscope local-server stop"""
 
 
 @click.command()
@@ -278,22 +295,17 @@ def demo(
     result_dir: Path | None,
     metric_percentiles: str,
     as_json: bool,
+    wide: bool,
     keep_server: bool,
 ) -> None:
     """The main job on a laptop: local vLLM up, probe sweep, breakdown table, vLLM down."""
     state = cli_state(ctx)
     args = ProbeArgs(
-        context_tokens,
-        repeat,
-        num_warmups,
-        max_tokens,
-        ab,
-        seed,
-        result_dir,
-        metric_percentiles,
-        as_json,
-    )
-    state.err.print("preparing the local vLLM (first run installs ~3.4 GB, then cached)…")
+        context_tokens=context_tokens, repeat=repeat, num_warmups=num_warmups,
+        max_tokens=max_tokens, ab=ab, seed=seed, result_dir=result_dir,
+        metric_percentiles=metric_percentiles, as_json=as_json, wide=wide,
+    )  # fmt: skip
+    state.err.print("preparing the local vLLM (the first run installs ~3.4 GB, then cached)")
     started = process.ensure_started()
     server = started.server
     try:
@@ -307,3 +319,5 @@ def demo(
         if started.launched and not keep_server:
             process.stop(only_pid=server.pid)
             state.err.print("local vLLM stopped")
+    if not as_json:
+        click.echo(NEXT_STEPS)

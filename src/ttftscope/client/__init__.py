@@ -1,6 +1,7 @@
 """Talking to an OpenAI-compatible server.
 
-Owns: one streaming request timed in phases (``stream``), SSE decoding (``sse``), failure
+Owns: one streaming request timed in phases (``stream``), folding its SSE events into a
+result (``events``), SSE decoding (``sse``), failure
 classification (``classify``), non-streaming JSON calls with retries (``http_json``), the
 connectivity check (``ping``) and the endpoint a run talks to (``endpoint``). May import
 ``config``, ``records``, ``errors`` and ``stats``; never ``metrics`` or ``tokenization``.

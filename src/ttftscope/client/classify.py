@@ -20,12 +20,16 @@ import httpx
 
 from ttftscope import errors
 from ttftscope.errors import FailureKind
+from ttftscope.records import clean_text
 
 __all__ = [
+    "JSON_ERRORS",
     "RequestFailure",
     "classify_exception",
     "classify_status",
+    "json_problem",
     "not_an_api",
+    "server_text",
     "to_exception",
 ]
 
@@ -92,7 +96,7 @@ def classify_exception(
         return RequestFailure(
             FailureKind.CONNECTION_REFUSED,
             f"connection refused by {url}",
-            hint="is the server running? start one with `ttftscope local-server start`",
+            hint="is a server listening at that address? check base_url",
         )
     return RequestFailure(
         FailureKind.CONNECT_ERROR,
@@ -101,21 +105,71 @@ def classify_exception(
     )
 
 
+# What json.loads raises for a server's bytes: JSONDecodeError, UnicodeDecodeError and the
+# 4,300-digit limit on integers are ValueErrors; deep nesting exhausts the stack.
+JSON_ERRORS = (ValueError, RecursionError)
+
+
+def json_problem(exc: ValueError | RecursionError) -> str:
+    """What made a server's JSON unreadable, as words that follow "an event that is".
+
+    >>> json_problem(json.JSONDecodeError("Expecting value", "x", 0))
+    'not JSON'
+    >>> try:
+    ...     json.loads("[" * 100_000)
+    ... except JSON_ERRORS as exc:
+    ...     json_problem(exc)
+    'JSON nested too deeply to read'
+    """
+    if isinstance(exc, RecursionError):
+        return "JSON nested too deeply to read"
+    if isinstance(exc, json.JSONDecodeError):
+        return "not JSON"
+    if isinstance(exc, UnicodeDecodeError):
+        return "not UTF-8 text"
+    if "digits" in str(exc):
+        return "JSON with a number too long to read (over 4,300 digits)"
+    return f"JSON that cannot be read ({exc})"
+
+
+def server_text(value: object, limit: int = 1000) -> str:
+    """A value from a server's JSON as valid, printable text of at most ``limit`` characters.
+
+    >>> server_text("engine \\ud800 dead"), server_text({"code": 7}), server_text("x" * 9, 4)
+    ('engine � dead', '{"code": 7}', 'xxx…')
+    """
+    if isinstance(value, str):
+        text = value
+    else:
+        try:
+            text = json.dumps(value, ensure_ascii=False)
+        except JSON_ERRORS:
+            text = f"(a {type(value).__name__} nested too deeply to show)"
+    text = clean_text(text)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _raw_excerpt(body: bytes) -> str:
+    return " ".join(body.decode("utf-8", "replace").split())[:200] or "(empty body)"
+
+
 def _server_message(body: bytes, ctype: str) -> str:
     if "html" in ctype or body.lstrip()[:1] == b"<":
         return "(an HTML page)"
     try:
         obj = json.loads(body)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        return " ".join(body.decode("utf-8", "replace").split())[:200] or "(empty body)"
+    except JSON_ERRORS as exc:
+        if isinstance(exc, json.JSONDecodeError | UnicodeDecodeError):
+            return _raw_excerpt(body)  # plain text from a proxy or a framework: show it
+        return f"({json_problem(exc)}) {_raw_excerpt(body)}"
     if isinstance(obj, dict):
         err = obj.get("error")
         if isinstance(err, dict) and err.get("message"):
-            return str(err["message"])
+            return server_text(err["message"])
         for value in (err, obj.get("message"), obj.get("detail")):
             if value:
-                return str(value)
-    return json.dumps(obj)[:200]
+                return server_text(value)
+    return server_text(obj, 200)
 
 
 def classify_status(

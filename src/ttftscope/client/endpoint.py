@@ -8,9 +8,8 @@ from dataclasses import dataclass, field
 import httpx
 
 from ttftscope.client.http_json import call_json
-from ttftscope.client.ping import list_models
-from ttftscope.client.stream import request_headers
-from ttftscope.config.schema import Settings, root_url
+from ttftscope.client.ping import list_model_cards, list_models
+from ttftscope.config.schema import Settings, root_url, same_origin
 from ttftscope.errors import BadResponse, ModelNotFound
 
 
@@ -31,6 +30,7 @@ class Endpoint:
     temperature: float = 0.0
     max_retries: int = 0
     headers: dict[str, str] = field(default_factory=dict)
+    metrics_auth: bool = False
 
     @classmethod
     def from_settings(
@@ -47,6 +47,7 @@ class Endpoint:
             max_tokens=settings.model.max_tokens,
             temperature=settings.model.temperature,
             max_retries=settings.api.max_retries,
+            metrics_auth=settings.api.metrics_auth,
             headers=dict(headers or {}),
         )
 
@@ -55,9 +56,22 @@ class Endpoint:
         """Server root for non-OpenAI routes (``/tokenize``, ``/metrics``, ``/health``)."""
         return root_url(self.base_url)
 
-    def auth_headers(self) -> dict[str, str]:
-        """Extra headers plus ``Authorization`` when a key is set (for scrapes)."""
-        return request_headers(self.api_key, self.headers)
+    def scrape_headers(self) -> dict[str, str]:
+        """Headers for ``/metrics``: the key and user headers only on the API's own origin.
+
+        A metrics URL on another host or port (a Prometheus proxy, a sidecar) gets neither
+        unless ``api.metrics_auth`` says so: credentials travel only where they belong.
+
+        >>> ep = Endpoint("http://h:1/v1", "http://other:9/metrics", api_key="k")
+        >>> ep.scrape_headers()
+        {}
+        >>> Endpoint("http://h:1/v1", "http://h:1/metrics", api_key="k").scrape_headers()
+        {'Authorization': 'Bearer k'}
+        """
+        if not (self.metrics_auth or same_origin(self.base_url, self.metrics_url)):
+            return {}
+        out = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        return {**out, **self.headers}
 
     async def tokenize(self, client: httpx.AsyncClient, text: str) -> list[int]:
         """The server's own token ids for ``text`` (vLLM ``/tokenize``)."""
@@ -87,9 +101,9 @@ class Endpoint:
             )
         return [int(t) for t in tokens]
 
-    async def discover_model(self, client: httpx.AsyncClient) -> str:
-        """The first model the server lists at ``/v1/models``."""
-        models = await list_models(
+    async def list_models(self, client: httpx.AsyncClient) -> list[str]:
+        """The models the server lists at ``/v1/models``, in its order."""
+        return await list_models(
             base_url=self.base_url,
             api_key=self.api_key,
             timeout_s=self.timeout_s,
@@ -97,6 +111,18 @@ class Endpoint:
             client=client,
             retries=self.max_retries,
         )
+
+    async def max_model_len(self, client: httpx.AsyncClient) -> int | None:
+        """The context length the server reports for :attr:`model` (None: not reported)."""
+        cards = await list_model_cards(
+            base_url=self.base_url, api_key=self.api_key, timeout_s=self.timeout_s,
+            headers=self.headers, client=client, retries=self.max_retries,
+        )  # fmt: skip
+        return next((c.max_model_len for c in cards if c.id == self.model), None)
+
+    async def discover_model(self, client: httpx.AsyncClient) -> str:
+        """The first model the server lists at ``/v1/models``."""
+        models = await self.list_models(client)
         if not models:
             raise BadResponse(
                 f"{self.base_url}/models lists no models",

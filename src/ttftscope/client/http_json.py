@@ -17,13 +17,15 @@ import httpx
 
 from ttftscope import errors
 from ttftscope.client.classify import (
+    JSON_ERRORS,
     RequestFailure,
     classify_exception,
     classify_status,
+    json_problem,
     to_exception,
 )
 from ttftscope.client.stream import request_headers
-from ttftscope.config.redact import redact_text
+from ttftscope.config.redact import header_secrets, redact_text
 from ttftscope.errors import FailureKind
 
 WRONG_THING = (
@@ -40,8 +42,8 @@ _RETRYABLE = frozenset(
 _MAX_WAIT_S = 30.0
 
 
-def _raise(failure: RequestFailure, api_key: str | None) -> NoReturn:
-    message = redact_text(failure.message, [api_key])
+def _raise(failure: RequestFailure, secrets: list[str | None]) -> NoReturn:
+    message = redact_text(failure.message, secrets)
     raise to_exception(dataclasses.replace(failure, message=message))
 
 
@@ -91,23 +93,25 @@ async def call_json(
     (<Response [200 OK]>, {'object': 'list', 'data': [...]})
     """
     hdrs = {**request_headers(api_key, headers), "Accept": "application/json"}
+    secrets = [api_key, *header_secrets(headers)]
     attempt = 0
     while True:
         got = await _once(client, method, url, timeout_s=timeout_s, headers=hdrs, payload=payload)
         if isinstance(got, httpx.Response):
             break
         if got.kind not in _RETRYABLE or attempt >= retries:
-            _raise(got, api_key)
+            _raise(got, secrets)
         await asyncio.sleep(_wait_s(got, attempt))
         attempt += 1
     ctype = got.headers.get("content-type", "").split(";")[0].strip() or "no content type"
     try:
         return got, json.loads(got.content)
-    except (json.JSONDecodeError, UnicodeDecodeError):
+    except JSON_ERRORS as exc:  # also 4,300+ digit numbers and ~1,000-deep nesting
         raise errors.BadResponse(
             redact_text(
-                f"{url} answered with {ctype}, not JSON: this is not an OpenAI-compatible API",
-                [api_key],
+                f"{url} answered with {ctype} that is not readable JSON ({json_problem(exc)}): "
+                "this is not an OpenAI-compatible API",
+                secrets,
             ),
             hint=WRONG_THING,
         ) from None

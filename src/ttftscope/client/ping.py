@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import difflib
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
-from typing import Any
+from dataclasses import dataclass
 
 import httpx
 from pydantic import BaseModel
@@ -52,6 +52,58 @@ async def _client(client: httpx.AsyncClient | None) -> AsyncIterator[httpx.Async
         yield own
 
 
+@dataclass(frozen=True)
+class ModelCard:
+    """One entry of ``GET /models``; ``max_model_len`` where the server says (vLLM does).
+
+    >>> ModelCard("tiny", 131072).max_model_len
+    131072
+    """
+
+    id: str
+    max_model_len: int | None = None
+
+
+async def list_model_cards(
+    *,
+    base_url: str,
+    api_key: str | None,
+    timeout_s: float,
+    headers: Mapping[str, str] | None = None,
+    client: httpx.AsyncClient | None = None,
+    retries: int = 0,
+) -> list[ModelCard]:
+    """The entries of ``GET {base_url}/models``, in the server's order.
+
+    >>> asyncio.run(list_model_cards(base_url="http://127.0.0.1:8000/v1", api_key=None,
+    ...                              timeout_s=5))  # doctest: +SKIP
+    [ModelCard(id='ttftscope-tiny', max_model_len=131072)]
+    """
+    url = base_url.rstrip("/") + "/models"
+    async with _client(client) as c:
+        try:
+            _, obj = await call_json(
+                c, "GET", url, api_key=api_key, timeout_s=timeout_s, headers=headers,
+                retries=retries,
+            )  # fmt: skip
+        except errors.ModelNotFound as exc:
+            raise errors.BadResponse(f"GET {url} answered 404", hint=WRONG_THING) from exc
+    data = obj.get("data") if isinstance(obj, dict) else None
+    if not isinstance(data, list):
+        raise errors.BadResponse(
+            redact_text(f"GET {url} did not return an OpenAI model list", [api_key]),
+            hint=WRONG_THING,
+        )
+    return [_card(m) for m in data if isinstance(m, dict) and "id" in m]
+
+
+def _card(entry: dict[str, object]) -> ModelCard:
+    length = entry.get("max_model_len")
+    if isinstance(length, int) and not isinstance(length, bool) and length > 0:
+        return ModelCard(str(entry["id"]), length)
+    return ModelCard(str(entry["id"]))
+
+
 async def list_models(
     *,
     base_url: str,
@@ -67,27 +119,11 @@ async def list_models(
     ...                         timeout_s=5))  # doctest: +SKIP
     ['tiny-llama']
     """
-    url = base_url.rstrip("/") + "/models"
-    async with _client(client) as c:
-        try:
-            _, obj = await call_json(
-                c,
-                "GET",
-                url,
-                api_key=api_key,
-                timeout_s=timeout_s,
-                headers=headers,
-                retries=retries,
-            )
-        except errors.ModelNotFound as exc:
-            raise errors.BadResponse(f"GET {url} answered 404", hint=WRONG_THING) from exc
-    data = obj.get("data") if isinstance(obj, dict) else None
-    if not isinstance(data, list):
-        raise errors.BadResponse(
-            redact_text(f"GET {url} did not return an OpenAI model list", [api_key]),
-            hint=WRONG_THING,
-        )
-    return [str(m["id"]) for m in data if isinstance(m, dict) and "id" in m]
+    cards = await list_model_cards(
+        base_url=base_url, api_key=api_key, timeout_s=timeout_s, headers=headers,
+        client=client, retries=retries,
+    )  # fmt: skip
+    return [card.id for card in cards]
 
 
 async def ping(
@@ -108,16 +144,10 @@ async def ping(
     ...                  timeout_s=10)).status  # doctest: +SKIP
     200
     """
-    kw: dict[str, Any] = {
-        "base_url": base_url,
-        "api_key": api_key,
-        "timeout_s": timeout_s,
-        "headers": headers,
-        "retries": retries,
-    }
     async with _client(client) as c:
+        models = _ModelLister(c, base_url, api_key, timeout_s, headers, retries)
         if model is None:
-            served = await list_models(client=c, **kw)
+            served = await models()
             if not served:
                 raise errors.BadResponse(
                     f"{base_url} serves no models (GET /models is empty)",
@@ -143,7 +173,7 @@ async def ping(
                 retries=retries,
             )
         except errors.ModelNotFound as exc:
-            raise await _explain_404(c, model, exc, kw) from exc
+            raise await explain_not_found(model, exc, models, base_url=base_url) from exc
         latency_ms = (time.perf_counter_ns() - t0) / 1e6
     if not isinstance(obj, dict) or not isinstance(obj.get("choices"), list):
         raise errors.BadResponse(f"{url} answered JSON without a `choices` list", hint=WRONG_THING)
@@ -157,12 +187,47 @@ async def ping(
     )
 
 
-async def _explain_404(
-    client: httpx.AsyncClient, model: str, exc: errors.ModelNotFound, kw: dict[str, Any]
+@dataclass(frozen=True)
+class _ModelLister:
+    """``GET /models`` on one server, callable again for an explanation."""
+
+    client: httpx.AsyncClient
+    base_url: str
+    api_key: str | None
+    timeout_s: float
+    headers: Mapping[str, str] | None
+    retries: int
+
+    async def __call__(self) -> list[str]:
+        return await list_models(
+            base_url=self.base_url,
+            api_key=self.api_key,
+            timeout_s=self.timeout_s,
+            headers=self.headers,
+            client=self.client,
+            retries=self.retries,
+        )
+
+
+async def explain_not_found(
+    model: str,
+    exc: errors.ModelNotFound,
+    served_models: Callable[[], Awaitable[list[str]]],
+    *,
+    base_url: str,
 ) -> errors.ServerRequestError:
-    """A 404 is a wrong model name or a wrong base_url; the model list tells which."""
+    """A 404 is a wrong model name or a wrong base_url; the model list tells which.
+
+    >>> import asyncio
+    >>> async def served() -> list[str]:
+    ...     return ["tiny"]
+    >>> err = errors.ModelNotFound("HTTP 404", status=404)
+    >>> print(asyncio.run(explain_not_found("tiny2", err, served, base_url="http://h/v1")))
+    model 'tiny2' is not served by http://h/v1; available: tiny
+      hint: did you mean 'tiny'?
+    """
     try:
-        served = await list_models(client=client, **kw)
+        served = await served_models()
     except errors.ServerRequestError as listing:
         return errors.BadResponse(
             f"{exc.message}; GET /models failed too: {listing.message}", hint=WRONG_THING
@@ -173,7 +238,7 @@ async def _explain_404(
     close = difflib.get_close_matches(model, served, n=1, cutoff=0.5)
     hint = f"did you mean {close[0]!r}?" if close else "pass one of the served names as --model"
     return errors.ModelNotFound(
-        f"model {model!r} is not served by {kw['base_url']}; available: {names}",
+        f"model {model!r} is not served by {base_url}; available: {names}",
         status=404,
         hint=hint,
     )

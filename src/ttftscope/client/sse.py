@@ -136,8 +136,8 @@ class SSEDecoder:
         elif name == "id":
             if "\0" not in value:
                 self._last_id = value
-        elif name == "retry" and value.isascii() and value.isdigit():
-            self.retry_ms = int(value)
+        elif name == "retry" and value.isascii() and value.isdigit() and len(value) < 16:
+            self.retry_ms = int(value)  # longer is no delay, and int() refuses 4,300+ digits
 
     def _dispatch(self, events: list[SSEEvent]) -> None:
         if self._has_data:

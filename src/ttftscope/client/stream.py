@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import httpx
@@ -34,8 +34,9 @@ from ttftscope.client.classify import (
     not_an_api,
     to_exception,
 )
-from ttftscope.client.sse import SSEDecoder, SSEEvent
-from ttftscope.config.redact import redact_text
+from ttftscope.client.events import EventFold, fold_chunk, fold_end
+from ttftscope.client.sse import SSEDecoder
+from ttftscope.config.redact import header_secrets, redact_text
 from ttftscope.errors import FailureKind
 
 __all__ = [
@@ -126,37 +127,21 @@ def request_headers(api_key: str | None, extra: Mapping[str, str] | None = None)
     return out
 
 
-@dataclass
-class _Run:
+@dataclass(kw_only=True)
+class _Run(EventFold):
     """Mutable state of one request while it streams; frozen into a StreamResult at the end."""
 
-    url: str
-    key: str | None
+    secrets: list[str | None]
     t0: int = 0
-    stamps: dict[str, int] = field(default_factory=dict)
     request_started: bool = False
     status: int | None = None
-    failure: RequestFailure | None = None
-    done: bool = False
-    text: list[str] = field(default_factory=list)
     t0_wall: float = 0.0
     serialize_ms: float = 0.0
     request_bytes: int = 0
-    events: int = 0
-    content_events: int = 0
-    model: str | None = None
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-    cached_tokens: int | None = None
-    finish_reason: str | None = None
 
     def start(self) -> None:
         self.t0_wall = time.time()
         self.t0 = time.perf_counter_ns()
-
-    def stamp(self, name: str, *, first: bool = False) -> None:
-        if not (first and name in self.stamps):
-            self.stamps[name] = time.perf_counter_ns()
 
     async def trace(self, name: str, info: Mapping[str, Any]) -> None:
         if name.endswith((".connect_tcp.complete", ".start_tls.complete")):
@@ -193,7 +178,7 @@ class _Run:
             ok=f is None,
             status=self.status if f is None else f.status or self.status,
             error_kind=None if f is None else f.kind,
-            error=None if f is None else redact_text(f.message, [self.key]),
+            error=None if f is None else redact_text(f.message, self.secrets),
             error_hint=None if f is None else f.hint,
             retry_after=None if f is None else f.retry_after,
             phases=phases,
@@ -240,7 +225,8 @@ async def stream_completion(
     ts = time.perf_counter_ns()
     content = body_bytes if body_bytes is not None else encode_body(body)
     serialize_ms = 0.0 if body_bytes is not None else (time.perf_counter_ns() - ts) / 1e6
-    run = _Run(url=url, key=api_key, serialize_ms=serialize_ms, request_bytes=len(content))
+    secrets = [api_key, *header_secrets(headers)]
+    run = _Run(url=url, secrets=secrets, serialize_ms=serialize_ms, request_bytes=len(content))
     request = client.build_request(
         "POST",
         url,
@@ -291,83 +277,9 @@ async def _read_capped(response: httpx.Response, limit: int = 65536) -> bytes:
 async def _consume_stream(response: httpx.Response, run: _Run) -> None:
     decoder = SSEDecoder()
     async for chunk in response.aiter_bytes():
-        if not chunk:
-            continue
-        run.stamp("last_byte")
-        for event in decoder.feed(chunk):
-            if not _on_event(event, run):
-                return
-    for event in decoder.close():
-        if not _on_event(event, run):
+        if chunk and not fold_chunk(decoder, chunk, run):
             return
-
-
-def _on_event(event: SSEEvent, run: _Run) -> bool:
-    """Fold one event into ``run``; False stops reading (in-stream error, garbage)."""
-    run.stamps.setdefault("first_event", run.stamps["last_byte"])
-    run.events += 1
-    if event.is_done:
-        run.done = True
-        return True
-    try:
-        obj = json.loads(event.data)
-    except json.JSONDecodeError:
-        run.failure = RequestFailure(
-            FailureKind.STREAM_ERROR,
-            f"{run.url} sent an event that is not JSON: {event.data[:120]!r}",
-            hint="is base_url an OpenAI-compatible server?",
-        )
-        return False
-    if not isinstance(obj, dict):
-        return True
-    if "error" in obj or obj.get("object") == "error":
-        run.failure = _stream_error(obj, run.url)
-        return False
-    _on_chunk(obj, run)
-    return True
-
-
-def _stream_error(obj: dict[str, Any], url: str) -> RequestFailure:
-    err = obj.get("error")
-    message = err.get("message", err) if isinstance(err, dict) else err or obj.get("message")
-    return RequestFailure(
-        FailureKind.STREAM_ERROR,
-        f"{url} reported an error mid-stream: {message}",
-        hint="the request was accepted but failed while generating; check the server's log",
-    )
-
-
-def _on_chunk(obj: dict[str, Any], run: _Run) -> None:
-    if obj.get("model") and run.model is None:
-        run.model = str(obj["model"])
-    usage = obj.get("usage")
-    if isinstance(usage, dict):
-        run.prompt_tokens = _int(usage.get("prompt_tokens"))
-        run.completion_tokens = _int(usage.get("completion_tokens"))
-        details = usage.get("prompt_tokens_details")
-        if isinstance(details, dict):
-            run.cached_tokens = _int(details.get("cached_tokens"))
-    choices = obj.get("choices")
-    for choice in choices if isinstance(choices, list) else []:
-        if not isinstance(choice, dict):
-            continue
-        delta = choice.get("delta")
-        part = delta if isinstance(delta, dict) else choice
-        text = part.get("content") if isinstance(delta, dict) else part.get("text")
-        reasoning = part.get("reasoning_content") or part.get("reasoning")
-        # Role-only chunks (and empty strings) are framing, not the first token.
-        if text or reasoning:
-            run.stamp("first_content", first=True)
-            run.content_events += 1
-            if isinstance(text, str) and choice.get("index", 0) == 0:
-                run.text.append(text)
-        if choice.get("finish_reason"):
-            run.finish_reason = str(choice["finish_reason"])
-            run.done = True
-
-
-def _int(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    fold_end(decoder, run)
 
 
 def raise_for_result(result: StreamResult) -> None:

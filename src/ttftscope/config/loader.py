@@ -42,15 +42,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from ttftscope.config.git import git_warnings
-from ttftscope.config.redact import redact
+from ttftscope.config.redact import redact, redact_url
 from ttftscope.config.schema import (
     EXPECTED,
     KEYS,
     SECRET_KEYS,
     SECTIONS,
+    URL_KEYS,
     Settings,
     Source,
 )
@@ -113,6 +114,8 @@ class LoadedSettings:
                 value = None if value is None else redact(value.get_secret_value())
             elif isinstance(value, Path):
                 value = str(value)
+            elif isinstance(value, dict):
+                value = _plain(value)
             out.append({"key": key, "value": value, "source": str(self.sources.get(key, _DEFAULT))})
         return out
 
@@ -129,7 +132,18 @@ def _display(key: str, value: Any) -> str:
         return "(not set)"
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, dict):
+        return json.dumps(_plain(value)) if value else "(none)"
     return str(value)
+
+
+def _plain(value: Any) -> Any:
+    """JSON-ready form of a value holding nested settings (the gateway's upstreams)."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json", exclude_defaults=True)
+    return value
 
 
 def load_settings(
@@ -139,11 +153,21 @@ def load_settings(
     env: Mapping[str, str] | None = None,
     flags: Mapping[str, object] | None = None,
     cwd: Path | None = None,
+    discovered: Mapping[str, object] | None = None,
+    discovered_from: str = "discovered",
 ) -> LoadedSettings:
     """Load defaults, files, profile, environment and flags (see the module docstring).
 
+    ``discovered`` holds dotted keys found by looking around (a running local server), just
+    above the defaults: anything configured wins over them. ``discovered_from`` is shown as
+    their source.
+
     >>> load_settings(env={}, cwd=Path("/nonexistent")).sources["api.base_url"].kind
     'default'
+    >>> local = {"api.base_url": "http://127.0.0.1:8000/v1"}
+    >>> str(load_settings(env={}, cwd=Path("/nonexistent"), discovered=local,
+    ...                   discovered_from="local server").sources["api.base_url"])
+    'local server'
     """
     env = dict(os.environ) if env is None else env
     cwd = Path.cwd() if cwd is None else cwd
@@ -152,7 +176,9 @@ def load_settings(
         check_structure(cf)
     profile = _choose_profile(files, profile, env)
     env_layer, warnings = env_entries(env)
-    entries = [e for cf in files for e in file_entries(cf, None)]
+    found = Source("local", discovered_from)
+    entries = [Entry(k, k, v, found) for k, v in (discovered or {}).items()]
+    entries += [e for cf in files for e in file_entries(cf, None)]
     if profile is not None:
         entries += [e for cf in files for e in file_entries(cf, profile)]
     entries += env_layer + flag_entries(flags or {})
@@ -225,7 +251,7 @@ def _validate(entry: Entry, cwd: Path) -> Any:
     raw = entry.value
     # Files carry typed values: `timeout = true` or `log_request_timing = "yes"` is a mistake
     # there, so they validate strictly; environment and flags are text and coerce.
-    strict = entry.source.kind == "file"
+    strict = entry.source.kind == "file" and not isinstance(raw, dict)  # tables: paths are str
     if strict and isinstance(raw, str) and name == "path":
         raw = Path(raw)
     try:
@@ -233,7 +259,14 @@ def _validate(entry: Entry, cwd: Path) -> Any:
     except ValidationError as exc:
         raise _invalid(entry, exc) from None
     if isinstance(value, Path):
-        value = value.expanduser()
+        try:
+            value = value.expanduser()
+        except RuntimeError:  # "~someone" naming no user of this machine
+            raise ConfigError(
+                f"{entry.source}: {entry.key} = {str(value)!r} starts with a ~user that does "
+                "not exist on this machine",
+                hint="write the path out, or use ~/ for your own home folder",
+            ) from None
         if not value.is_absolute():
             base = entry.source.path.parent if entry.source.path else cwd
             value = base / value
@@ -242,8 +275,18 @@ def _validate(entry: Entry, cwd: Path) -> Any:
 
 def _invalid(entry: Entry, exc: ValidationError) -> ConfigError:
     err = exc.errors()[0]
+    if len(err["loc"]) > 1:  # inside a table of tables: name the inner key, not the whole
+        inner = ".".join(str(part) for part in err["loc"][1:])
+        reason = str(err.get("ctx", {}).get("error", err["msg"]))
+        return ConfigError(
+            f"{entry.source}: {entry.key}.{inner}: {reason}",
+            hint=f"expected {EXPECTED[entry.key]}",
+        )
     if entry.key in SECRET_KEYS:
         shown = f"a {type(entry.value).__name__} (hidden)"
+    elif entry.key in URL_KEYS and isinstance(entry.value, str):
+        shown = json.dumps(redact_url(entry.value))  # user info or a query may hold a key
+        shown = shown if len(shown) <= 80 else shown[:77] + "..."
     else:
         shown = json.dumps(entry.value, default=str)
         shown = shown if len(shown) <= 80 else shown[:77] + "..."

@@ -1,11 +1,12 @@
 """The settings schema: pydantic models, key names, aliases and human type names.
 
-Kept apart from :mod:`ttftscope.config` so the loader and the file readers can share
-the key tables without import cycles. Users import everything from ``ttftscope.config``.
+Kept apart from :mod:`.loader` so the loader and the file readers can share the key tables
+without import cycles. What a wire value must look like is :mod:`.checks`'.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -21,6 +22,8 @@ from pydantic import (
     model_validator,
 )
 
+from ttftscope.config.checks import check_api_key, check_base_url, check_http_url
+
 DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
 
 
@@ -29,13 +32,14 @@ class Source:
     """Where one effective value came from.
 
     ``detail`` is the text shown to users, e.g. ``"config.toml:12 [profiles.fast]"``,
-    ``"env TTFTSCOPE_API__BASE_URL"``, ``"flag --base-url"`` or ``"default"``.
+    ``"env TTFTSCOPE_API__BASE_URL"``, ``"flag --base-url"``, ``"default"`` or, for a value
+    found by looking around (``local``), ``"local server (ttftscope local-server)"``.
 
     >>> str(Source("env", "env OPENAI_API_KEY"))
     'env OPENAI_API_KEY'
     """
 
-    kind: Literal["default", "file", "env", "flag"]
+    kind: Literal["default", "local", "file", "env", "flag"]
     detail: str
     path: Path | None = None
     line: int | None = None
@@ -60,6 +64,19 @@ def root_url(base_url: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
 
 
+def same_origin(a: str, b: str) -> bool:
+    """Whether two URLs share scheme, host and port (where credentials may travel).
+
+    >>> same_origin("http://h:8000/v1", "http://h:8000/metrics"), same_origin("http://h/v1", "https://h/v1")
+    (True, False)
+    """
+    pa, pb = urlsplit(a), urlsplit(b)
+    default = {"http": 80, "https": 443}
+    port_a = pa.port or default.get(pa.scheme)
+    port_b = pb.port or default.get(pb.scheme)
+    return (pa.scheme, pa.hostname, port_a) == (pb.scheme, pb.hostname, port_b)
+
+
 def derive_metrics_url(base_url: str) -> str:
     """The Prometheus endpoint next to an OpenAI-style base URL.
 
@@ -67,31 +84,6 @@ def derive_metrics_url(base_url: str) -> str:
     'http://127.0.0.1:8000/metrics'
     """
     return root_url(base_url) + "/metrics"
-
-
-def check_base_url(url: str) -> str:
-    """Reject URLs that are not an API base; return the URL without a trailing slash.
-
-    >>> check_base_url("http://host:8000/v1/")
-    'http://host:8000/v1'
-    """
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ValueError("must start with http:// or https:// and name a host")
-    if parts.query:
-        raise ValueError("must not contain a query string ('?...')")
-    path = parts.path.rstrip("/")
-    for tail in ("/chat/completions", "/completions"):
-        if path.endswith(tail):
-            raise ValueError(f"must be the API base, not the endpoint (it ends in {tail})")
-    return url.rstrip("/")
-
-
-def _check_http_url(url: str) -> str:
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ValueError("must start with http:// or https:// and name a host")
-    return url
 
 
 class _Section(BaseModel):
@@ -102,10 +94,16 @@ class ApiSettings(_Section):
     base_url: str = DEFAULT_BASE_URL
     api_key: SecretStr | None = None
     timeout_seconds: float = Field(
-        default=600.0, gt=0, validation_alias=AliasChoices("timeout_seconds", "timeout")
+        default=600.0,
+        gt=0,
+        le=86_400,
+        allow_inf_nan=False,
+        validation_alias=AliasChoices("timeout_seconds", "timeout"),
     )
-    max_retries: int = Field(default=0, ge=0)
+    max_retries: int = Field(default=0, ge=0, le=100)
     metrics_url: str = derive_metrics_url(DEFAULT_BASE_URL)
+    # credentials go to metrics_url only on the API's own origin, unless the user opts in
+    metrics_auth: bool = False
 
     @model_validator(mode="before")
     @classmethod
@@ -122,18 +120,25 @@ class ApiSettings(_Section):
     def _base(cls, value: str) -> str:
         return check_base_url(value)
 
+    @field_validator("api_key")
+    @classmethod
+    def _key(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None:
+            check_api_key(value.get_secret_value())
+        return value
+
     @field_validator("metrics_url")
     @classmethod
     def _metrics(cls, value: str) -> str:
-        return _check_http_url(value)
+        return check_http_url(value)
 
 
 class ModelSettings(_Section):
     default: str | None = Field(
         default=None, min_length=1, validation_alias=AliasChoices("default", "name")
     )
-    temperature: float = Field(default=0.0, ge=0)
-    max_tokens: int = Field(default=16, ge=1)
+    temperature: float = Field(default=0.0, ge=0, le=100, allow_inf_nan=False)
+    max_tokens: int = Field(default=16, ge=1, le=1_000_000)
 
 
 class DebugSettings(_Section):
@@ -151,6 +156,53 @@ class TokenizerSettings(_Section):
     path: Path | None = None
 
 
+class UpstreamSettings(_Section):
+    """One server behind the gateway (a ``[gateway.upstreams.NAME]`` table)."""
+
+    base_url: str
+    # tokenizer + chat template of the served model (ids mode needs it)
+    model_dir: Path | None = None
+    mode: Literal["ids", "text"] = "ids"
+    # how ids reach the server: chat with kv_transfer_params, or /v1/completions; auto probes
+    api: Literal["auto", "chat-ids", "completions"] = "auto"
+    # name of the environment variable holding this upstream's key (never the key itself)
+    api_key_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    # served model names; empty: read from the upstream's /v1/models
+    models: tuple[str, ...] = ()
+    timeout_seconds: float = Field(default=600.0, gt=0, le=86_400, allow_inf_nan=False)
+
+    @field_validator("base_url")
+    @classmethod
+    def _base(cls, value: str) -> str:
+        return check_base_url(value)
+
+
+class GatewaySettings(_Section):
+    host: str = "127.0.0.1"
+    port: int = Field(default=8100, ge=1, le=65535)
+    cache_mb: int = Field(default=512, ge=1, le=1_000_000)
+    upstreams: dict[str, UpstreamSettings] = Field(default_factory=dict)
+    # ask the upstream for its own rendering of every Nth request (0: never)
+    verify_every: int = Field(default=0, ge=0)
+    # re-check every Nth incremental encode against a full one, off the hot path (0: never)
+    shadow_every: int = Field(default=1000, ge=0)
+    max_body_mb: float = Field(default=64.0, gt=0, le=4096, allow_inf_nan=False)
+    # name of the environment variable with comma-separated inbound keys (unset: no auth)
+    api_keys_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    log_prompts: bool = False
+
+    @field_validator("upstreams", mode="before")
+    @classmethod
+    def _json_upstreams(cls, value: Any) -> Any:
+        # from the environment or a flag the tables arrive as JSON text
+        if isinstance(value, str):
+            try:
+                return json.loads(value)
+            except ValueError:
+                raise ValueError('must be JSON: {"NAME": {"base_url": "..."}}') from None
+        return value
+
+
 class Settings(BaseModel):
     """All effective settings. Build them with :func:`ttftscope.config.load_settings`.
 
@@ -165,6 +217,7 @@ class Settings(BaseModel):
     debug: DebugSettings = DebugSettings()
     observability: ObservabilitySettings = ObservabilitySettings()
     tokenizer: TokenizerSettings = TokenizerSettings()
+    gateway: GatewaySettings = GatewaySettings()
 
 
 SECTIONS: dict[str, type[_Section]] = {
@@ -173,6 +226,7 @@ SECTIONS: dict[str, type[_Section]] = {
     "debug": DebugSettings,
     "observability": ObservabilitySettings,
     "tokenizer": TokenizerSettings,
+    "gateway": GatewaySettings,
 }
 
 # alias (dotted) -> canonical (dotted)
@@ -182,23 +236,35 @@ KEYS: list[str] = [f"{s}.{f}" for s, m in SECTIONS.items() for f in m.model_fiel
 ALL_NAMES: set[str] = set(KEYS) | set(ALIASES)
 
 SECRET_KEYS: frozenset[str] = frozenset({"api.api_key"})
+# Values shown only through redact_url: a user may paste credentials into them.
+URL_KEYS: frozenset[str] = frozenset({"api.base_url", "api.metrics_url"})
 
 # What a value must look like, in words a user can act on.
 EXPECTED: dict[str, str] = {
     "api.base_url": 'a URL string like "http://host:8000/v1"',
     "api.api_key": "a string",
-    "api.timeout_seconds": "a positive number of seconds, e.g. 600",
-    "api.max_retries": "a whole number >= 0, e.g. 2",
+    "api.timeout_seconds": "a number of seconds above 0 and at most 86400, e.g. 600",
+    "api.max_retries": "a whole number from 0 to 100, e.g. 2",
     "api.metrics_url": 'a URL string like "http://host:8000/metrics"',
+    "api.metrics_auth": "true or false",
     "model.default": 'a model name string, e.g. "Qwen/Qwen2.5-0.5B-Instruct"',
-    "model.temperature": "a number >= 0, e.g. 0.0",
-    "model.max_tokens": "a whole number >= 1, e.g. 16",
+    "model.temperature": "a number from 0 to 100, e.g. 0.0",
+    "model.max_tokens": "a whole number from 1 to 1000000, e.g. 16",
     "debug.log_request_timing": "true or false",
     "debug.log_token_count": "true or false",
     "observability.record_ttft": "true or false",
     "observability.record_tokenize_ms": "true or false",
     "observability.record_queue_ms": "true or false",
     "tokenizer.path": "a path string",
+    "gateway.host": 'an address to listen on, e.g. "127.0.0.1"',
+    "gateway.port": "a port number from 1 to 65535, e.g. 8100",
+    "gateway.cache_mb": "a whole number of megabytes from 1, e.g. 512",
+    "gateway.upstreams": 'tables [gateway.upstreams.NAME] with base_url = "http://host:8000/v1"',
+    "gateway.verify_every": "a whole number >= 0 (0: never), e.g. 100",
+    "gateway.shadow_every": "a whole number >= 0 (0: never), e.g. 1000",
+    "gateway.max_body_mb": "a number of megabytes above 0, e.g. 64",
+    "gateway.api_keys_env": 'the name of an environment variable, e.g. "GATEWAY_KEYS"',
+    "gateway.log_prompts": "true or false",
 }
 
 # CLI flag names shown as sources; keys without an entry show as --<section>-<field>.

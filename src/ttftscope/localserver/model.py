@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import time
 from importlib import resources
 from pathlib import Path
@@ -12,7 +11,7 @@ from pathlib import Path
 from ttftscope.assets import cache_dir, package_file
 from ttftscope.errors import LocalServerError
 from ttftscope.localserver.install import ensure_vllm_venv, venv_python
-from ttftscope.localserver.progress import Progress, say_stderr
+from ttftscope.localserver.progress import Progress, run_with_progress, say_stderr
 
 MODEL_NAME = "ttftscope-tiny-cl100k"
 MODEL_BUILD_VERSION = "1"  # bump when the model or tokenizer recipe changes
@@ -48,23 +47,23 @@ def ensure_tiny_model(venv: Path | None = None, progress: Progress | None = None
     marker.unlink(missing_ok=True)
     log = out.parent / f"{MODEL_NAME}.build.log"
     log.write_text("", encoding="utf-8")
-    say(f"building the tiny model in {out} (about 20 s)")
+    announce = f"building the tiny model in {out} (about 20 s; log: {log})"
     t0 = time.monotonic()
     script = resources.files("ttftscope").joinpath("localserver/data/build_model.py")
     with resources.as_file(script) as path:
         cmd = [str(venv_python(venv)), str(path), "--out", str(out), "--ranks", str(ranks)]
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-        with log.open("a", encoding="utf-8") as fh:
-            proc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env, check=False)
-    if proc.returncode != 0:
+        code = run_with_progress(
+            cmd, log, "building the tiny model", say, env=env, announce=announce
+        )
+    if code != 0:
         tail = "\n".join(log.read_text(encoding="utf-8", errors="replace").splitlines()[-20:])
         raise LocalServerError(
-            f"building the tiny model failed (exit {proc.returncode}); log: {log}\n{tail}",
+            f"building the tiny model failed (exit {code}); log: {log}\n{tail}",
             hint=f"delete {out} and retry; report the log if it fails again",
         )
     marker.write_text(
         json.dumps({"recipe": MODEL_BUILD_VERSION, "seconds": round(time.monotonic() - t0, 1)}),
         encoding="utf-8",
     )
-    say(f"tiny model built in {time.monotonic() - t0:.0f} s")
     return out

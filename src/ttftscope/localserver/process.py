@@ -3,8 +3,8 @@
 The server runs detached in its own process group (vLLM's EngineCore is a child process, so the
 whole group is signalled on stop), logs to ``cache_dir()/localserver/server.log`` and records
 itself in ``cache_dir()/localserver/state.json`` so that later calls and other processes find
-and reuse it (:mod:`.state`). Installation and the model build live in :mod:`.install` and
-:mod:`.model`.
+and reuse it (:mod:`.state`, which also chooses the port). Installation and the model build
+live in :mod:`.install` and :mod:`.model`.
 
 >>> with running_server() as srv:  # doctest: +SKIP
 ...     print(srv.base_url)
@@ -17,23 +17,31 @@ import contextlib
 import fcntl
 import os
 import signal
-import socket
 import subprocess
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from ttftscope.errors import LocalServerError
 from ttftscope.localserver.install import ensure_vllm_venv, venv_python
 from ttftscope.localserver.model import ensure_tiny_model
-from ttftscope.localserver.progress import Progress, say_stderr
-from ttftscope.localserver.state import LocalServer, read_state, state_dir, state_path, write_state
+from ttftscope.localserver.progress import Progress, Ticker, last_log_line, say_stderr
+from ttftscope.localserver.state import DEFAULT_PORT as DEFAULT_PORT
+from ttftscope.localserver.state import HOST as HOST
+from ttftscope.localserver.state import (
+    LocalServer,
+    choose_port,
+    read_state,
+    state_dir,
+    state_path,
+    write_state,
+)
+from ttftscope.localserver.state import pick_free_port as pick_free_port
 
 SERVED_MODEL = "ttftscope-tiny"
-HOST = "127.0.0.1"
 # KV per token for the tiny model in fp32 is 2 layers x (K+V) x 1 head x 32 dims x 4 B = 512 B,
 # so 1 GiB of KV space holds ~2M tokens: the full 128K context fits many times over.
 MAX_MODEL_LEN = 131072
@@ -47,17 +55,6 @@ SERVER_ENV = {
 }
 STOP_GRACE_S = 20.0
 _children: dict[int, subprocess.Popen[bytes]] = {}  # servers this process started, for reaping
-
-
-def pick_free_port(host: str = HOST) -> int:
-    """A TCP port on ``host`` that was free a moment ago (the kernel's choice).
-
-    >>> 1024 <= pick_free_port() <= 65535
-    True
-    """
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
 
 
 def server_command(
@@ -180,7 +177,8 @@ def start(
 ) -> LocalServer:
     """Start (or reuse) the local vLLM server and wait until ``/health`` answers.
 
-    Installs vLLM and builds the tiny model first if needed (minutes, once).
+    Installs vLLM and builds the tiny model first if needed (minutes, once). Without ``port``
+    it starts on 8000 when that is free, else on a free port (said through ``progress``).
 
     >>> start().model  # doctest: +SKIP
     'ttftscope-tiny'
@@ -215,29 +213,58 @@ def ensure_started(
     with _start_lock():
         existing = read_state()
         if existing is not None and _pid_alive(existing.pid):
-            if port is not None and port != existing.port:
-                raise LocalServerError(
-                    f"a local vLLM server already runs on port {existing.port} (pid "
-                    f"{existing.pid}), not on the requested port {port}",
-                    hint="run `ttftscope local-server stop` first, or use that server",
-                )
-            _wait_healthy(existing, None, wait_s)
-            return Started(existing, launched=False)
+            return Started(_reuse(existing, port, wait_s, say), launched=False)
         state_path().unlink(missing_ok=True)
+        if port is not None:
+            choose_port(port, say)  # a taken explicit port fails before a first install
         venv = ensure_vllm_venv(say)
         model = ensure_tiny_model(venv, say)
-        server = _launch(venv, model, port or pick_free_port(), extra_args)
-        say(
-            f"starting vLLM on {server.base_url} (pid {server.pid}; 1-2 minutes; log: "
-            f"{server.log_path})"
-        )
+        server = _launch(venv, model, choose_port(port, say), extra_args)
         try:
-            _wait_healthy(server, _children.get(server.pid), wait_s)
+            _wait_launched(server, wait_s, say)
         except BaseException:
             stop(only_pid=server.pid)
             raise
-        say(f"vLLM ready after {time.time() - server.started_at:.0f} s")
         return Started(server, launched=True)
+
+
+def _reuse(existing: LocalServer, port: int | None, wait_s: float, say: Progress) -> LocalServer:
+    """The recorded live server, once healthy; an error when another port was asked for."""
+    if port is not None and port != existing.port:
+        raise LocalServerError(
+            f"a local vLLM server already runs on port {existing.port} (pid "
+            f"{existing.pid}), not on the requested port {port}",
+            hint="run `ttftscope local-server stop` first, or use that server",
+        )
+    if healthy(existing.root_url):
+        return existing
+    label = f"waiting for the local vLLM on port {existing.port} (pid {existing.pid})"
+    announce = f"{label}, started by another command, to answer /health"
+    with Ticker(label, say, announce=announce, detail=_server_log_detail(existing)):
+        _wait_healthy(existing, None, wait_s)
+    return existing
+
+
+def _wait_launched(server: LocalServer, wait_s: float, say: Progress) -> None:
+    """Wait for a server this process launched, with elapsed time shown while it starts."""
+    announce = (
+        f"starting vLLM on {server.base_url} (pid {server.pid}; usually 60-130 s; log: "
+        f"{server.log_path})"
+    )
+    ticker = Ticker(
+        "waiting for vLLM to answer /health",
+        say,
+        announce=announce,
+        detail=_server_log_detail(server),
+        done=lambda s: f"vLLM ready after {s:.0f} s",
+    )
+    with ticker:
+        _wait_healthy(server, _children.get(server.pid), wait_s)
+
+
+def _server_log_detail(server: LocalServer) -> Callable[[], str | None]:
+    log = Path(server.log_path)
+    return lambda: last_log_line(log, max_chars=100)
 
 
 def _launch(venv: Path, model: Path, port: int, extra_args: Sequence[str]) -> LocalServer:
@@ -349,7 +376,11 @@ def _signal_group(pgid: int, sig: signal.Signals) -> None:
 
 @contextlib.contextmanager
 def running_server(
-    port: int | None = None, *, extra_args: Sequence[str] = (), wait_s: float = 300.0
+    port: int | None = None,
+    *,
+    extra_args: Sequence[str] = (),
+    wait_s: float = 300.0,
+    progress: Progress | None = None,
 ) -> Iterator[LocalServer]:
     """Start a server for the block and stop it afterwards (unless it was already running).
 
@@ -357,7 +388,7 @@ def running_server(
     ...     srv.port > 0
     True
     """
-    started = ensure_started(port, extra_args=extra_args, wait_s=wait_s)
+    started = ensure_started(port, extra_args=extra_args, wait_s=wait_s, progress=progress)
     try:
         yield started.server
     finally:

@@ -1,9 +1,11 @@
-"""Engine-specific metric names (vLLM V1, vLLM V0, SGLang) mapped onto one neutral breakdown.
+"""Engine metrics (vLLM V1, vLLM V0, SGLang) mapped onto one neutral breakdown.
 
-Each quantity has a list of candidate names, newest first; the first one the server exposes is
-used. Series for the same quantity are summed across label sets (engines, ranks) unless a model
-is given, which filters on ``model_name``. Whatever is missing becomes ``None`` plus a note that
-says what it means, never an exception.
+The candidate names of each quantity live in :mod:`.names`, newest first; the first one the
+server exposes is used. Series for the same quantity are summed across label sets (engines,
+ranks) unless a model is given, which filters on ``model_name``. Whatever is missing becomes
+``None`` plus a note that says what it means, never an exception; so does any value that is
+NaN or ±Inf (a broken exporter, or a counter that overflowed): every number in a breakdown is
+finite or ``None``.
 
 >>> from ttftscope.metrics.prom import parse, delta
 >>> text = '# TYPE vllm:num_requests_running gauge\\nvllm:num_requests_running{engine="0"} 2\\n'
@@ -16,79 +18,24 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
 
+from ttftscope.metrics.names import ENGINE_LABEL, HISTOGRAMS, Reader, family_of
+from ttftscope.metrics.names import Engine as Engine
+from ttftscope.metrics.names import Quantity as Quantity
+from ttftscope.metrics.names import detect_engine as detect_engine
 from ttftscope.metrics.prom import MetricsDelta, MetricsSnapshot, SampleView
-
-Engine = Literal["vllm-v1", "vllm-v0", "sglang", "unknown"]
-Quantity = Literal["ttft", "queue", "prefill", "decode", "e2e", "inference"]
-
-_V0_MARKERS = (
-    "vllm:gpu_prefix_cache_hit_rate",
-    "vllm:cpu_prefix_cache_hit_rate",
-    "vllm:num_requests_swapped",
-    "vllm:cpu_cache_usage_perc",
-)
-# SGLang >= 0.5.4 may write "sglang_" instead of "sglang:"; both spellings are tried.
-_SG = ("sglang:", "sglang_")
-
-HISTOGRAMS: dict[str, dict[Quantity, tuple[str, ...]]] = {
-    "vllm": {
-        "ttft": ("vllm:time_to_first_token_seconds",),
-        "queue": ("vllm:request_queue_time_seconds", "vllm:time_in_queue_requests"),
-        "prefill": ("vllm:request_prefill_time_seconds",),
-        "decode": ("vllm:request_decode_time_seconds",),
-        "e2e": ("vllm:e2e_request_latency_seconds",),
-        "inference": ("vllm:request_inference_time_seconds",),
-    },
-    "sglang": {
-        "ttft": tuple(p + "time_to_first_token_seconds" for p in _SG),
-        "queue": tuple(p + "queue_time_seconds" for p in _SG),
-        "e2e": tuple(p + "e2e_request_latency_seconds" for p in _SG),
-    },
-}
-# Counter family names (the exposition adds "_total").
-COUNTERS: dict[str, dict[str, tuple[str, ...]]] = {
-    "vllm": {
-        "prefix_queries": ("vllm:prefix_cache_queries", "vllm:gpu_prefix_cache_queries"),
-        "prefix_hits": ("vllm:prefix_cache_hits", "vllm:gpu_prefix_cache_hits"),
-        "cached_tokens": ("vllm:prompt_tokens_cached",),
-        "prompt_tokens": ("vllm:prompt_tokens",),
-        "generation_tokens": ("vllm:generation_tokens",),
-        "preemptions": ("vllm:num_preemptions",),
-        "finished": ("vllm:request_success",),
-    },
-    "sglang": {
-        "prompt_tokens": tuple(p + "prompt_tokens" for p in _SG),
-        "cached_tokens": tuple(p + "cached_tokens" for p in _SG),
-        "generation_tokens": tuple(p + "generation_tokens" for p in _SG),
-        "finished": tuple(p + "num_requests" for p in _SG),
-    },
-}
-GAUGES: dict[str, dict[str, tuple[str, ...]]] = {
-    "vllm": {
-        "running": ("vllm:num_requests_running",),
-        "waiting": ("vllm:num_requests_waiting",),
-        "kv_cache_usage": ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"),
-        "hit_rate": ("vllm:gpu_prefix_cache_hit_rate",),
-    },
-    "sglang": {
-        "running": tuple(p + "num_running_reqs" for p in _SG),
-        "waiting": tuple(p + "num_queue_reqs" for p in _SG),
-        "kv_cache_usage": tuple(p + "token_usage" for p in _SG),
-        "hit_rate": tuple(p + "cache_hit_rate" for p in _SG),
-    },
-}
-# Fractions are averaged over label sets; counts of requests add up.
-_MEAN_GAUGES = {"kv_cache_usage", "hit_rate"}
-# The label that tells engine replicas apart (vLLM data parallel, SGLang DP attention).
-ENGINE_LABEL = {"vllm": "engine", "sglang": "dp_rank"}
 
 
 @dataclass
 class ServerBreakdown:
     """What the server says one request window cost; ``None`` = the server did not say.
+
+    Every number is finite or ``None``. ``*_count`` (requests the histogram counted in the
+    window) is ``None`` when the server exposes no such histogram *and* when its count came
+    out NaN or ±Inf — not a count, so a caller waiting for a count to reach 1 should stop
+    waiting on ``None``; a note then names the metric.
 
     >>> ServerBreakdown(engine="unknown").ttft_s is None
     True
@@ -125,70 +72,12 @@ class ServerBreakdown:
         """Server TTFT − queue − prefill: rendering, tokenization and IPC in the API server."""
         if self.ttft_s is None or self.queue_s is None or self.prefill_s is None:
             return None
-        return self.ttft_s - self.queue_s - self.prefill_s
+        front = self.ttft_s - self.queue_s - self.prefill_s
+        return front if math.isfinite(front) else None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict (JSON-ready), including ``frontend_s``."""
         return {**asdict(self), "frontend_s": self.frontend_s}
-
-
-def _family(engine: str) -> str:
-    return "sglang" if engine == "sglang" else "vllm" if engine.startswith("vllm") else ""
-
-
-def detect_engine(view: SampleView) -> Engine:
-    """Which server produced these metrics: ``vllm-v1``, ``vllm-v0``, ``sglang`` or ``unknown``.
-
-    >>> from ttftscope.metrics.prom import parse
-    >>> detect_engine(parse('# TYPE sglang:num_queue_reqs gauge\\nsglang:num_queue_reqs 0\\n'))
-    'sglang'
-    """
-    names = set(view.families) | set(view.sample_family)
-    if any(n.startswith(_SG) for n in names):
-        return "sglang"
-    if any(m in names for m in _V0_MARKERS):
-        return "vllm-v0"
-    if any(n.startswith("vllm:") for n in names):
-        return "vllm-v1"
-    return "unknown"
-
-
-class _Reader:
-    """Looks quantities up by their candidate names, filtered by label ``match``."""
-
-    def __init__(self, view: SampleView, engine: str, match: Mapping[str, str]) -> None:
-        self.view, self.kind, self.match = view, _family(engine), dict(match)
-
-    def _first(self, names: Iterable[str], suffix: str) -> str | None:
-        return next((n for n in names if self.view.series(n + suffix)), None)
-
-    def hist(self, qty: Quantity) -> tuple[float | None, float | None, str | None]:
-        name = self._first(HISTOGRAMS.get(self.kind, {}).get(qty, ()), "_count")
-        if name is None:
-            return None, None, None
-        return (
-            self.view.value(name + "_sum", self.match),
-            self.view.value(name + "_count", self.match),
-            name,
-        )
-
-    def counter(self, key: str, match: Mapping[str, str] | None = None) -> float | None:
-        name = self._first(COUNTERS.get(self.kind, {}).get(key, ()), "_total")
-        return (
-            None
-            if name is None
-            else self.view.value(name + "_total", {**self.match, **(match or {})})
-        )
-
-    def gauge(self, key: str) -> float | None:
-        name = self._first(GAUGES.get(self.kind, {}).get(key, ()), "")
-        if name is None:
-            return None
-        found = self.view.series(name, self.match)
-        if not found:
-            return None
-        total = math.fsum(found.values())
-        return total / len(found) if key in _MEAN_GAUGES else total
 
 
 _WHAT = {
@@ -223,23 +112,34 @@ def breakdown(
         return out
     prefix = "sglang" if engine == "sglang" else "vllm:"
     out.models = tuple(delta.label_values("model_name", prefix))
-    lab = ENGINE_LABEL[_family(engine)]
+    lab = ENGINE_LABEL[family_of(engine)]
     out.engines = tuple(delta.label_values(lab, prefix))
     model, ok = _resolve_model(out.models, model, out.notes)
     if not ok:
         return out
     filt = {**({"model_name": model} if model else {}), **(match or {})}
-    rd = _Reader(delta, engine, filt)
+    rd = Reader(delta, engine, filt)
     _fill_latencies(out, rd)
     _fill_tokens(out, rd)
     out.running, out.waiting = rd.gauge("running"), rd.gauge("waiting")
     out.kv_cache_usage = rd.gauge("kv_cache_usage")
+    out.notes.extend(rd.notes)
+    _drop_non_finite(out)
     if model is None and len(out.models) > 1:
         out.notes.append(
             f"metrics cover several models ({', '.join(out.models)}) and were "
             "summed; pass the model name to look at one"
         )
     return out
+
+
+def _drop_non_finite(out: ServerBreakdown) -> None:
+    """Derived values (hit rate, computed tokens) can overflow even from finite inputs."""
+    for f in fields(out):
+        value = getattr(out, f.name)
+        if isinstance(value, float) and not math.isfinite(value):
+            setattr(out, f.name, None)
+            out.notes.append(f"{f.name} came out as {value}, not a number: left unknown")
 
 
 def _resolve_model(
@@ -262,7 +162,7 @@ def _resolve_model(
     return model, False
 
 
-def _fill_latencies(out: ServerBreakdown, rd: _Reader) -> None:
+def _fill_latencies(out: ServerBreakdown, rd: Reader) -> None:
     qtys: tuple[Quantity, ...] = ("ttft", "queue", "prefill", "decode", "e2e")
     for qty in qtys:
         total, count, name = rd.hist(qty)
@@ -271,18 +171,24 @@ def _fill_latencies(out: ServerBreakdown, rd: _Reader) -> None:
             setattr(out, f"{qty}_count", count)
         if name is None:
             out.notes.append(_missing_note(qty, out.engine))
-        elif qty == "ttft" and not count:
-            out.notes.append(
-                "no request finished its first token between the scrapes: scrape "
-                "again after the stream ends (vLLM publishes metrics ~0.1-1 s "
-                "late), or the traffic went to another server/model"
-            )
-        elif qty == "ttft" and count and count > 1:
-            out.notes.append(
-                f"{count:g} requests reached their first token in the window: "
-                "other traffic ran, so the *_s values are totals over them, "
-                "not one request's"
-            )
+        elif qty == "ttft" and f"{name}_count" not in rd.non_finite:
+            out.notes.extend(_ttft_count_notes(count))
+
+
+def _ttft_count_notes(count: float | None) -> list[str]:
+    if not count:
+        return [
+            "no request finished its first token between the scrapes: scrape "
+            "again after the stream ends (vLLM publishes metrics ~0.1-1 s "
+            "late), or the traffic went to another server/model"
+        ]
+    if count > 1:
+        return [
+            f"{count:g} requests reached their first token in the window: "
+            "other traffic ran, so the *_s values are totals over them, "
+            "not one request's"
+        ]
+    return []
 
 
 def _missing_note(qty: str, engine: str) -> str:
@@ -300,7 +206,7 @@ def _missing_note(qty: str, engine: str) -> str:
     return f"the server exposes no {what} histogram; {what} unknown"
 
 
-def _fill_tokens(out: ServerBreakdown, rd: _Reader) -> None:
+def _fill_tokens(out: ServerBreakdown, rd: Reader) -> None:
     out.prompt_tokens = rd.counter("prompt_tokens")
     out.generation_tokens = rd.counter("generation_tokens")
     out.preemptions = rd.counter("preemptions")
@@ -314,7 +220,7 @@ def _fill_tokens(out: ServerBreakdown, rd: _Reader) -> None:
         out.computed_tokens = (out.prompt_tokens or 0.0) - (out.cached_tokens or 0.0)
 
 
-def _fill_vllm_prefix(out: ServerBreakdown, rd: _Reader) -> None:
+def _fill_vllm_prefix(out: ServerBreakdown, rd: Reader) -> None:
     out.prefix_queries, out.prefix_hits = rd.counter("prefix_queries"), rd.counter("prefix_hits")
     if out.cached_tokens is None:
         out.cached_tokens = rd.view.value(
@@ -345,7 +251,7 @@ def _fill_vllm_prefix(out: ServerBreakdown, rd: _Reader) -> None:
         )
 
 
-def _fill_sglang_prefix(out: ServerBreakdown, rd: _Reader) -> None:
+def _fill_sglang_prefix(out: ServerBreakdown, rd: Reader) -> None:
     if out.cached_tokens is not None and out.prompt_tokens is not None:
         out.prefix_queries, out.prefix_hits = out.prompt_tokens, out.cached_tokens
         if out.prompt_tokens > 0:
@@ -373,7 +279,7 @@ def breakdown_per_engine(
     Servers without such a label give one entry under ``"*"``.
     """
     whole = breakdown(delta, model=model)
-    fam = _family(whole.engine)
+    fam = family_of(whole.engine)
     if not whole.engines or not fam:
         return {"*": whole}
     return {e: breakdown(delta, model=model, match={ENGINE_LABEL[fam]: e}) for e in whole.engines}
@@ -392,7 +298,7 @@ def queue_depth(
     engine = detect_engine(snapshot)
     prefix = "sglang" if engine == "sglang" else "vllm:"
     model, _ = _resolve_model(tuple(snapshot.label_values("model_name", prefix)), model, [])
-    rd = _Reader(snapshot, engine, {"model_name": model} if model else {})
+    rd = Reader(snapshot, engine, {"model_name": model} if model else {})
     return rd.gauge("running"), rd.gauge("waiting")
 
 
@@ -406,7 +312,7 @@ def latency_quantiles(
     {0.5: None}
     """
     qs = list(qs)
-    rd = _Reader(view, detect_engine(view), {"model_name": model} if model else {})
-    name = rd._first(HISTOGRAMS.get(rd.kind, {}).get(qty, ()), "_count")
+    rd = Reader(view, detect_engine(view), {"model_name": model} if model else {})
+    name = rd.first(HISTOGRAMS.get(rd.kind, {}).get(qty, ()), "_count")
     hist = view.histogram(name, rd.match) if name else None
     return {q: (hist.quantile(q) if hist else None) for q in qs}

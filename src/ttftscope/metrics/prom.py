@@ -1,6 +1,7 @@
-"""Prometheus text exposition: parse, snapshot, delta and histogram quantiles.
+"""Prometheus text exposition: parse, snapshot and delta.
 
-Scraping over HTTP is :mod:`.scrape`'s.
+Scraping over HTTP is :mod:`.scrape`'s, histogram maths :mod:`.histogram`'s and the guards
+around the third-party parser :mod:`.exposition`'s.
 
 A probe scrapes ``/metrics`` right before and right after one request; the difference of the
 two snapshots is that request's server-side story (histogram ``_sum`` deltas are its exact
@@ -20,12 +21,13 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.metrics_core import Metric
 
-from ttftscope.errors import MetricsError
+from ttftscope.metrics.exposition import read_families
+from ttftscope.metrics.histogram import HistogramDelta, histogram_of, sum_values
 
 Labels = frozenset[tuple[str, str]]
 SampleKey = tuple[str, Labels]
@@ -52,28 +54,6 @@ def _matches(labels: Labels, match: Mapping[str, str] | None) -> bool:
 
 
 @dataclass(frozen=True)
-class HistogramDelta:
-    """One histogram (summed over the selected label sets): cumulative buckets, sum, count.
-
-    >>> HistogramDelta("t", 2.0, 2.0, ((1.0, 1.0), (math.inf, 2.0))).mean
-    1.0
-    """
-
-    name: str
-    sum: float
-    count: float
-    buckets: tuple[tuple[float, float], ...]  # (le, cumulative count), sorted, ends at +Inf
-
-    @property
-    def mean(self) -> float | None:
-        return self.sum / self.count if self.count > 0 else None
-
-    def quantile(self, q: float) -> float | None:
-        """Estimated ``q``-quantile of the observations, see :func:`histogram_quantile`."""
-        return histogram_quantile(self.buckets, q)
-
-
-@dataclass(frozen=True)
 class SampleView:
     """Samples keyed by (sample name, label set), plus which family and type each name has."""
 
@@ -90,7 +70,7 @@ class SampleView:
     def value(self, name: str, match: Mapping[str, str] | None = None) -> float | None:
         """Sum of sample ``name`` over the matching label sets; None when none match."""
         found = self.series(name, match)
-        return math.fsum(found.values()) if found else None
+        return sum_values(found.values()) if found else None
 
     def has(self, name: str) -> bool:
         """True when ``name`` is a family or sample name present in the exposition."""
@@ -103,19 +83,15 @@ class SampleView:
         )
 
     def histogram(self, name: str, match: Mapping[str, str] | None = None) -> HistogramDelta | None:
-        """Histogram family ``name`` summed over matching label sets; None when absent."""
+        """Histogram family ``name`` summed over matching label sets; None when absent.
+
+        Bucket series whose ``le`` is not a number are skipped and named in its ``notes``.
+        """
         counts = self.series(f"{name}_count", match)
         if not counts:
             return None
-        by_le: dict[float, float] = {}
-        for lab, v in self.series(f"{name}_bucket", match).items():
-            le = float(dict(lab).get("le", "nan"))
-            if not math.isnan(le):
-                by_le[le] = by_le.get(le, 0.0) + v
-        total = self.value(f"{name}_sum", match)
-        return HistogramDelta(
-            name, total or 0.0, math.fsum(counts.values()), tuple(sorted(by_le.items()))
-        )
+        buckets = self.series(f"{name}_bucket", match)
+        return histogram_of(name, counts.values(), buckets, self.value(f"{name}_sum", match))
 
 
 @dataclass(frozen=True)
@@ -129,6 +105,7 @@ class MetricsSnapshot(SampleView):
     taken_ns: int = 0
     source: str = "<text>"
     scrape_s: float | None = None  # how long the HTTP round trip took
+    notes: tuple[str, ...] = ()  # what was odd in the exposition (duplicates, type clashes)
 
 
 @dataclass(frozen=True)
@@ -143,32 +120,88 @@ class MetricsDelta(SampleView):
 
     elapsed_s: float = 0.0
     resets: tuple[str, ...] = ()  # series that went down (server restart between scrapes)
-    notes: tuple[str, ...] = field(default_factory=tuple)
+    notes: tuple[str, ...] = field(default_factory=tuple)  # both snapshots' notes, then ours
 
 
 def parse(text: str, *, source: str = "<text>", taken_ns: int | None = None) -> MetricsSnapshot:
-    """Parse Prometheus text exposition into a snapshot.
+    """Parse Prometheus text exposition into a snapshot; MetricsError naming the bad line.
+
+    Values are kept as sent, NaN and ±Inf included (callers decide what they mean); a value
+    beyond the float range (``1e999``, 309+ digits) is refused, as Prometheus refuses it. A
+    series that appears twice keeps its first value (Prometheus drops the later ones too); a
+    family whose ``# TYPE`` lines disagree with each other or with its samples still gets one
+    type (a declared one over the parser's "unknown"). Both become ``notes``. Size caps, line
+    ends, the BOM and the other guards: :mod:`ttftscope.metrics.exposition`.
 
     >>> parse('# TYPE q counter\\nq_total{m="a"} 3\\n').value("q_total")
     3.0
+    >>> parse("g 1\\ng 2\\n").value("g"), parse("g 1\\ng 2\\n").notes[0][:38]
+    (1.0, '1 series appear more than once (e.g. g')
     """
-    samples: dict[SampleKey, float] = {}
-    families: dict[str, str] = {}
-    sample_family: dict[str, str] = {}
-    try:
-        for fam in text_string_to_metric_families(text):
-            families[fam.name] = fam.type
-            for s in fam.samples:
-                samples[(s.name, frozenset(s.labels.items()))] = float(s.value)
-                sample_family[s.name] = fam.name
-    except (ValueError, TypeError, IndexError, KeyError) as exc:
-        raise MetricsError(
-            f"cannot parse the metrics from {source}: {_locate(text, exc)}",
-            hint="point api.metrics_url at the server's Prometheus /metrics endpoint",
-        ) from None
+    samples, families, sample_family, notes = _collect(*read_families(text, source))
     _adopt_bare_totals(families, sample_family)
     stamp = time.monotonic_ns() if taken_ns is None else taken_ns
-    return MetricsSnapshot(samples, families, sample_family, taken_ns=stamp, source=source)
+    return MetricsSnapshot(
+        samples, families, sample_family, taken_ns=stamp, source=source, notes=notes
+    )
+
+
+def _number(value: float) -> float:
+    try:
+        return float(value)
+    except OverflowError:  # read_families refused such lines already; keep float() total
+        return math.inf if value > 0 else -math.inf
+
+
+def _collect(
+    fams: list[Metric], declared: Mapping[str, list[str]]
+) -> tuple[dict[SampleKey, float], dict[str, str], dict[str, str], tuple[str, ...]]:
+    """Samples (first of each series wins), family types, sample -> family, and notes."""
+    samples: dict[SampleKey, float] = {}
+    sample_family: dict[str, str] = {}
+    types_seen: dict[str, list[str]] = {}
+    dups: list[SampleKey] = []
+    for fam in fams:
+        types_seen.setdefault(fam.name, []).append(fam.type)
+        for s in fam.samples:
+            key = (s.name, frozenset(s.labels.items()))
+            if key in samples:
+                dups.append(key)
+                continue
+            samples[key] = _number(s.value)
+            sample_family.setdefault(s.name, fam.name)
+    # An explicit # TYPE beats the "unknown" the parser gives samples that do not fit it.
+    families = {
+        name: next((t for t in seen if t != "unknown"), seen[0])
+        for name, seen in types_seen.items()
+    }
+    _merge_declared(types_seen, declared)
+    notes = _clash_notes(types_seen, families)
+    if dups:
+        notes.append(
+            f"{len(dups)} series appear more than once (e.g. {_series_id(dups[0])}): the "
+            "first value of each is used, as Prometheus keeps the first; the server's "
+            "exposition is broken"
+        )
+    return samples, families, sample_family, tuple(notes)
+
+
+def _merge_declared(types_seen: dict[str, list[str]], declared: Mapping[str, list[str]]) -> None:
+    """Add what the # TYPE lines said: a re-declared family is one family to the parser,
+    which silently keeps the last type."""
+    for name, kinds in declared.items():
+        fam = name if name in types_seen else name.removesuffix("_total")  # counters drop it
+        if fam in types_seen:
+            types_seen[fam].extend("unknown" if k == "untyped" else k for k in kinds)
+
+
+def _clash_notes(types_seen: Mapping[str, list[str]], chosen: Mapping[str, str]) -> list[str]:
+    clashes = sorted(n for n, seen in types_seen.items() if len(set(seen)) > 1)
+    return [
+        f"{name} appears as {' and '.join(dict.fromkeys(types_seen[name]))}: its # TYPE "
+        f"line disagrees with its samples, or the family is split; read as {chosen[name]}"
+        for name in clashes[:3]
+    ] + ([f"{len(clashes) - 3} more families have the same problem"] if len(clashes) > 3 else [])
 
 
 def _adopt_bare_totals(families: dict[str, str], sample_family: dict[str, str]) -> None:
@@ -186,19 +219,6 @@ def _adopt_bare_totals(families: dict[str, str], sample_family: dict[str, str]) 
             del families[fam]
 
 
-def _locate(text: str, exc: Exception) -> str:
-    """Name the first line that fails on its own; the parser itself reports no line numbers."""
-    for no, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            list(text_string_to_metric_families(line + "\n"))
-        except (ValueError, TypeError, IndexError, KeyError) as line_exc:
-            shown = line if len(line) <= 120 else line[:117] + "..."
-            return f"line {no}: {shown!r} ({line_exc})"
-    return str(exc)
-
-
 def _monotonic_family(snap: SampleView, sample: str) -> str | None:
     """The family whose ever-growing series ``sample`` belongs to, or None for gauge-like."""
     fam = snap.sample_family.get(sample)
@@ -214,7 +234,9 @@ def _group(fam: str, labels: Labels) -> tuple[str, Labels]:
 
 def _created(snap: SampleView, fam: str, labels: Labels) -> float | None:
     # prometheus_client writes X_created either inside family X or as its own gauge family.
-    return snap.samples.get((f"{fam}_created", labels))
+    # A NaN stamp never equals itself: it would flag a restart on every scrape, so ignore it.
+    stamp = snap.samples.get((f"{fam}_created", labels))
+    return stamp if stamp is not None and math.isfinite(stamp) else None
 
 
 def _reset_groups(before: MetricsSnapshot, after: MetricsSnapshot) -> set[tuple[str, Labels]]:
@@ -233,8 +255,8 @@ def _reset_groups(before: MetricsSnapshot, after: MetricsSnapshot) -> set[tuple[
 
 
 def _series_id(grp: tuple[str, Labels]) -> str:
-    inner = ",".join(f'{k}="{v}"' for k, v in sorted(grp[1]))
-    return f"{grp[0]}{{{inner}}}"
+    inner = ",".join(f'{k}="{v[:40]}"' for k, v in sorted(grp[1])[:8])
+    return f"{grp[0][:80]}{{{inner}}}"
 
 
 def delta(before: MetricsSnapshot, after: MetricsSnapshot) -> MetricsDelta:
@@ -255,7 +277,8 @@ def delta(before: MetricsSnapshot, after: MetricsSnapshot) -> MetricsDelta:
             values[key] = v
         else:
             values[key] = v - before.samples.get(key, 0.0)
-    notes = _delta_notes(before, after, resets)
+    own = _delta_notes(before, after, resets)
+    notes = tuple(dict.fromkeys((*before.notes, *after.notes, *own)))
     return MetricsDelta(
         values,
         dict(after.families),
@@ -285,48 +308,3 @@ def _delta_notes(
             f"second (e.g. {gone[0][0]}): the server restarted or changed its labels"
         )
     return tuple(notes)
-
-
-def histogram_quantile(buckets: Sequence[tuple[float, float]], q: float) -> float | None:
-    """Estimate the ``q``-quantile from cumulative ``(le, count)`` buckets, as Prometheus does.
-
-    Linear interpolation inside the bucket holding rank ``q·total``; the first bucket starts at
-    0 (observations are assumed non-negative); ranks in the ``+Inf`` bucket give the highest
-    finite bound. None when there are no observations, no ``+Inf`` bucket or no finite bucket.
-
-    >>> histogram_quantile([(1.0, 2), (2.0, 4), (math.inf, 4)], 0.75)
-    1.5
-    """
-    if not 0.0 <= q <= 1.0:
-        raise ValueError(f"quantile must lie in [0, 1], got {q}")
-    ordered = sorted((float(le), float(c)) for le, c in buckets)
-    if len(ordered) < 2 or not math.isinf(ordered[-1][0]):
-        return None
-    fixed: list[tuple[float, float]] = []
-    for le, c in ordered:  # float noise can make cumulative counts dip; Prometheus smooths too
-        fixed.append((le, max(c, fixed[-1][1]) if fixed else c))
-    total = fixed[-1][1]
-    if total <= 0:
-        return None
-    rank = q * total
-    b = next(i for i, (_, c) in enumerate(fixed) if c >= rank and c > 0)
-    if b == len(fixed) - 1:
-        return fixed[-2][0]
-    upper, count = fixed[b]
-    if b == 0 and upper <= 0:
-        return upper
-    lower, below = (0.0, 0.0) if b == 0 else fixed[b - 1]
-    return lower + (upper - lower) * ((rank - below) / (count - below))
-
-
-def histogram_quantiles(
-    view: SampleView, name: str, qs: Iterable[float], *, match: Mapping[str, str] | None = None
-) -> dict[float, float | None]:
-    """Quantiles of histogram ``name`` in a snapshot or delta window; None where unknown.
-
-    >>> histogram_quantiles(parse('# TYPE t histogram\\nt_bucket{le="2.0"} 4\\n'
-    ...     't_bucket{le="+Inf"} 4\\nt_sum 3\\nt_count 4\\n'), "t", [0.5])
-    {0.5: 1.0}
-    """
-    hist = view.histogram(name, match)
-    return {q: (hist.quantile(q) if hist else None) for q in qs}

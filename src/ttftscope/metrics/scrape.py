@@ -1,15 +1,24 @@
-"""Scrape a Prometheus ``/metrics`` endpoint over HTTP into a :class:`MetricsSnapshot`."""
+"""Scrape a Prometheus ``/metrics`` endpoint over HTTP into a :class:`MetricsSnapshot`.
+
+The body is read as a stream and refused past 64 MiB (a misdirected URL can point at an
+endless or huge answer), and decoded as UTF-8 — the text format's only encoding, whatever
+the Content-Type says — with invalid bytes replaced (U+FFFD) and a note on the snapshot.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import time
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
 from ttftscope.errors import MetricsError
+from ttftscope.metrics.exposition import MAX_TEXT_CHARS
 from ttftscope.metrics.prom import MetricsSnapshot, parse
+
+MAX_BODY_BYTES = MAX_TEXT_CHARS  # UTF-8: never fewer bytes than characters
 
 _ACCEPT = "text/plain;version=0.0.4;q=1.0, */*;q=0.1"
 
@@ -53,8 +62,15 @@ def _check_response(url: str, resp: httpx.Response) -> None:
         )
 
 
-def _transport_error(url: str, exc: httpx.HTTPError, timeout: float) -> MetricsError:
+def _transport_error(
+    url: str, exc: httpx.HTTPError | httpx.InvalidURL, timeout: float
+) -> MetricsError:
     shown = safe_url(url)
+    if isinstance(exc, httpx.InvalidURL):
+        return MetricsError(
+            f"the metrics URL {shown} is not a valid URL",
+            hint="set api.metrics_url to something like http://host:8000/metrics",
+        )
     if isinstance(exc, httpx.TimeoutException):
         return MetricsError(
             f"{shown} gave no metrics within {timeout:g} s",
@@ -75,6 +91,60 @@ def _headers(headers: Mapping[str, str] | None) -> dict[str, str]:
     return {"accept": _ACCEPT, **(headers or {})}
 
 
+def decode_body(data: bytes) -> tuple[str, str | None]:
+    """The body as text (UTF-8, bad bytes replaced), and a note when some were bad.
+
+    >>> decode_body("vllm:x 1\\n".encode())
+    ('vllm:x 1\\n', None)
+    >>> text, note = decode_body(b"x 1\\n# \\xff\\n")
+    >>> text == "x 1\\n# \\ufffd\\n", note.split(":")[0]
+    (True, 'the body is not valid UTF-8 (byte 6 of 8)')
+    """
+    try:
+        return data.decode("utf-8"), None
+    except UnicodeDecodeError as exc:
+        note = (
+            f"the body is not valid UTF-8 (byte {exc.start} of {len(data)}): bad bytes "
+            "were replaced with U+FFFD; the server or a proxy mangles its /metrics"
+        )
+        return data.decode("utf-8", errors="replace"), note
+
+
+class _Body:
+    """Collects a streamed body; MetricsError once it passes the cap or the time limit."""
+
+    def __init__(self, url: str, timeout: float, start_ns: int) -> None:
+        self.url, self.timeout, self.start_ns = url, timeout, start_ns
+        self.chunks: list[bytes] = []
+        self.size = 0
+
+    def add(self, chunk: bytes) -> None:
+        self.size += len(chunk)
+        if self.size > MAX_BODY_BYTES:
+            raise MetricsError(
+                f"{safe_url(self.url)} sent more than {MAX_BODY_BYTES // 2**20} MiB of metrics",
+                hint="no inference server writes that much: check api.metrics_url (is it a "
+                "federation or aggregator endpoint, or a file download?)",
+            )
+        if time.monotonic_ns() - self.start_ns > self.timeout * 2e9:
+            # A server that drips bytes never trips the per-read timeout.
+            raise MetricsError(
+                f"{safe_url(self.url)} was still sending its metrics after {2 * self.timeout:g} s",
+                hint="the server may be overloaded; raise the timeout or retry",
+            )
+        self.chunks.append(chunk)
+
+    def collect(self, chunks: Iterator[bytes]) -> bytes:
+        for chunk in chunks:
+            self.add(chunk)
+        return b"".join(self.chunks)
+
+    async def acollect(self, chunks: AsyncIterator[bytes]) -> bytes:
+        async for chunk in chunks:
+            self.add(chunk)
+        return b"".join(self.chunks)
+
+
 def scrape(
     url: str,
     *,
@@ -91,13 +161,17 @@ def scrape(
     http = httpx.Client(timeout=timeout) if client is None else client
     start = time.monotonic_ns()
     try:
-        resp = http.get(url, headers=_headers(headers), timeout=timeout, follow_redirects=True)
-    except httpx.HTTPError as exc:
+        with http.stream(
+            "GET", url, headers=_headers(headers), timeout=timeout, follow_redirects=True
+        ) as resp:
+            _check_response(url, resp)
+            body = _Body(url, timeout, start).collect(resp.iter_bytes())
+    except (httpx.HTTPError, httpx.InvalidURL) as exc:
         raise _transport_error(url, exc, timeout) from None
     finally:
         if own:
             http.close()
-    return _finish(url, resp, start)
+    return _finish(url, body, start)
 
 
 async def ascrape(
@@ -115,26 +189,30 @@ async def ascrape(
     http = httpx.AsyncClient(timeout=timeout) if client is None else client
     start = time.monotonic_ns()
     try:
-        resp = await http.get(
-            url, headers=_headers(headers), timeout=timeout, follow_redirects=True
-        )
-    except httpx.HTTPError as exc:
+        async with http.stream(
+            "GET", url, headers=_headers(headers), timeout=timeout, follow_redirects=True
+        ) as resp:
+            _check_response(url, resp)
+            body = await _Body(url, timeout, start).acollect(resp.aiter_bytes())
+    except (httpx.HTTPError, httpx.InvalidURL) as exc:
         raise _transport_error(url, exc, timeout) from None
     finally:
         if own:
             await http.aclose()
-    return _finish(url, resp, start)
+    return _finish(url, body, start)
 
 
-def _finish(url: str, resp: httpx.Response, start_ns: int) -> MetricsSnapshot:
+def _finish(url: str, body: bytes, start_ns: int) -> MetricsSnapshot:
     taken = time.monotonic_ns()
-    _check_response(url, resp)
-    snap = parse(resp.text, source=safe_url(url), taken_ns=taken)
-    return MetricsSnapshot(
-        snap.samples,
-        snap.families,
-        snap.sample_family,
-        taken_ns=taken,
-        source=snap.source,
+    text, note = decode_body(body)
+    try:
+        snap = parse(text, source=safe_url(url), taken_ns=taken)
+    except MetricsError as exc:
+        if note is None:
+            raise
+        raise MetricsError(f"{exc.message}; {note}", hint=exc.hint) from None
+    return dataclasses.replace(
+        snap,
         scrape_s=(taken - start_ns) / 1e9,
+        notes=snap.notes if note is None else (note, *snap.notes),
     )

@@ -11,22 +11,37 @@ for a coding agent. ``ab="ids"`` sends the same prompts as text and as token ids
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import functools
+import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import httpx
 
 from ttftscope.client.endpoint import Endpoint
-from ttftscope.client.stream import CompletionPath, raise_for_result, stream_completion
-from ttftscope.errors import UNREACHABLE_KINDS, FailureKind, MetricsError
+from ttftscope.client.ping import explain_not_found
+from ttftscope.client.stream import (
+    CompletionPath,
+    StreamResult,
+    raise_for_result,
+    stream_completion,
+)
+from ttftscope.errors import (
+    UNREACHABLE_KINDS,
+    FailureKind,
+    MetricsError,
+    ModelNotFound,
+)
 from ttftscope.metrics.engines import ServerBreakdown, breakdown, queue_depth
 from ttftscope.metrics.prom import MetricsSnapshot, delta
 from ttftscope.metrics.scrape import ascrape
 from ttftscope.probe.decompose import RequestIdentity, add_server_view, client_record
-from ttftscope.probe.workload import agent_turn, build_context
+from ttftscope.probe.limits import check_sizes
+from ttftscope.probe.workload import BuildStopped, agent_turn, build_context
 from ttftscope.records import Phase, ProbeRecord, RecordWriter, Variant
 from ttftscope.tokenization.loader import Tokenizer
 
@@ -58,6 +73,16 @@ class ProbeOptions:
     turn_chars: int = 1400
     salt: str = field(default_factory=lambda: uuid.uuid4().hex[:8])
     metrics_settle_s: float = 3.0
+
+    @property
+    def total_requests(self) -> int:
+        """How many requests the whole probe sends (for progress displays).
+
+        >>> ProbeOptions(context_tokens=[0, 8000], repeat=3, num_warmups=1, ab="ids").total_requests
+        30
+        """
+        per_series = 1 + self.num_warmups + self.repeat
+        return len(self.context_tokens) * per_series * (3 if self.ab == "ids" else 1)
 
 
 @dataclass
@@ -93,9 +118,11 @@ class Prober:
         writer: RecordWriter | None = None,
         on_record: Callable[[ProbeRecord], None] | None = None,
         local_tokenizer: Tokenizer | None = None,
+        on_stage: Callable[[str], None] | None = None,
     ) -> None:
         self.ep, self.opts, self.client = ep, opts, client
         self.writer, self.on_record = writer, on_record
+        self.on_stage = on_stage
         self.tok = local_tokenizer
         self.run = ProbeRun(run_id=uuid.uuid4().hex[:12], model=ep.model)
         self._index = 0
@@ -137,7 +164,7 @@ class Prober:
         self._index += 1
         if result.error_kind in _FATAL:
             self._emit(rec)
-            raise_for_result(result)  # nothing to measure without a server
+            await self._raise_fatal(result)  # nothing to measure without a server
         if before is None:
             rec.notes.append(f"no server metrics: {self._metrics_error}")
         elif result.ok:
@@ -145,6 +172,19 @@ class Prober:
             add_server_view(rec, await self._settled_breakdown(before))
         self._emit(rec)
         return rec
+
+    async def _raise_fatal(self, result: StreamResult) -> None:
+        try:
+            raise_for_result(result)
+        except ModelNotFound as exc:  # a wrong model name, or a wrong base URL: say which
+            served = functools.partial(self.ep.list_models, self.client)
+            raise await explain_not_found(
+                self.ep.model, exc, served, base_url=self.ep.base_url
+            ) from None
+
+    def _stage(self, text: str) -> None:
+        if self.on_stage is not None:
+            self.on_stage(text)
 
     async def _settled_breakdown(self, before: MetricsSnapshot) -> ServerBreakdown:
         # vLLM records queue/prefill/e2e when the request finishes, a moment after [DONE]
@@ -172,7 +212,7 @@ class Prober:
         """A metrics snapshot, or None (reason kept) when the server exposes none."""
         try:
             return await ascrape(
-                self.ep.metrics_url, client=self.client, headers=self.ep.auth_headers()
+                self.ep.metrics_url, client=self.client, headers=self.ep.scrape_headers()
             )
         except MetricsError as exc:
             self._metrics_error = exc.message
@@ -194,7 +234,10 @@ class Prober:
 
     async def chat_series(self, size: int) -> None:
         """Cold request, warmups, then ``repeat`` warm requests, each adding a fresh turn."""
+        if size > 0:
+            self._stage(f"building the {size:,}-token context")
         ctx = await self._context(size)
+        self._stage(f"context {size:,} tokens: chat requests")
         history: list[dict[str, str]] = []
         total = 1 + self.opts.num_warmups + self.opts.repeat
         for i in range(total):
@@ -221,6 +264,7 @@ class Prober:
     async def ab_series(self, size: int) -> None:
         """Text vs token ids on /v1/completions, alternating which goes first."""
         ctx = await self._context(size)
+        self._stage(f"context {size:,} tokens: text vs ids on /v1/completions")
         total = 1 + self.opts.num_warmups + self.opts.repeat
         for i in range(total):
             phase = self._phase(i)
@@ -262,17 +306,35 @@ def _messages(ctx: str, history: list[dict[str, str]], turn: str) -> list[dict[s
 
 
 async def _build_context_async(
-    size: int, counter: Callable[[str], Any], *, seed: int, salt: str
+    size: int, counter: Callable[[str], Coroutine[Any, Any, int]], *, seed: int, salt: str
 ) -> str:
-    """Run :func:`build_context` with an async token counter (server /tokenize)."""
+    """Run :func:`build_context` on a worker thread with an async token counter.
+
+    If the probe is cancelled (Ctrl-C), the thread is told to stop and stops within ~0.1 s,
+    so the interpreter never waits on a build nobody wants.
+    """
     loop = asyncio.get_running_loop()
     header = f"# session {salt}\n"
+    stop = threading.Event()
 
     def sync_count(text: str) -> int:
         fut = asyncio.run_coroutine_threadsafe(counter(header + text), loop)
-        return int(fut.result())
+        while True:
+            if stop.is_set():
+                fut.cancel()
+                raise BuildStopped("stopped while counting tokens")
+            try:
+                return int(fut.result(timeout=0.1))
+            except concurrent.futures.TimeoutError:
+                continue
 
-    body = await asyncio.to_thread(build_context, size, sync_count, seed=seed)
+    try:
+        body = await asyncio.to_thread(
+            build_context, size, sync_count, seed=seed, should_stop=stop.is_set
+        )
+    except BaseException:
+        stop.set()
+        raise
     return header + body
 
 
@@ -283,15 +345,19 @@ async def run_probe(
     writer: RecordWriter | None = None,
     on_record: Callable[[ProbeRecord], None] | None = None,
     local_tokenizer: Tokenizer | None = None,
+    on_stage: Callable[[str], None] | None = None,
 ) -> ProbeRun:
     """Run the whole probe and return every record (also streamed to ``writer``).
 
     >>> # asyncio.run(run_probe(Endpoint.from_settings(s), ProbeOptions(context_tokens=[0])))
     """
     limits = httpx.Limits(max_connections=4, max_keepalive_connections=4)
+    check_sizes(opts)
     async with httpx.AsyncClient(limits=limits, timeout=ep.timeout_s) as client:
         if not ep.model:
             ep.model = await ep.discover_model(client)
+        if max(opts.context_tokens, default=0) > 0:
+            check_sizes(opts, await ep.max_model_len(client), ep.model)
         prober = Prober(
             ep,
             opts,
@@ -299,6 +365,7 @@ async def run_probe(
             writer=writer,
             on_record=on_record,
             local_tokenizer=local_tokenizer,
+            on_stage=on_stage,
         )
         prober.run.model = ep.model
         return await prober.run_all()

@@ -144,6 +144,50 @@ def summarize(
         t, i = out["ab_text_median_ttft_ms"], out["ab_ids_median_ttft_ms"]
         out["ab_ttft_ratio_text_over_ids"] = t / i if t and i else None
     out["groups"] = groups(records, percentiles)
+    out["ab"] = ab_by_context(out["groups"])
     out["failures"] = failures(records)
     out["notes"] = notes(records)
+    return {k: rounded(v, key=k) for k, v in out.items()}
+
+
+def ab_by_context(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Text vs ids per context size, taken from the same group rows the table shows.
+
+    >>> g = [{"context_tokens": 0, "variant": v, "median_ttft_ms": t,
+    ...       "median_server_frontend_ms": 1.0} for v, t in (("text", 3.0), ("ids", 2.0))]
+    >>> ab_by_context(g)[0]["ttft_ratio_text_over_ids"]
+    1.5
+    """
+    by_key = {(r["context_tokens"], r["variant"]): r for r in rows}
+    out = []
+    for size in sorted({size for size, _ in by_key}):
+        text, ids = by_key.get((size, "text")), by_key.get((size, "ids"))
+        if text is None or ids is None:
+            continue
+        t, i = text["median_ttft_ms"], ids["median_ttft_ms"]
+        out.append(
+            {
+                "context_tokens": size,
+                "text_median_ttft_ms": t,
+                "ids_median_ttft_ms": i,
+                "ttft_ratio_text_over_ids": t / i if t and i else None,
+                "text_median_server_frontend_ms": text["median_server_frontend_ms"],
+                "ids_median_server_frontend_ms": ids["median_server_frontend_ms"],
+            }
+        )
     return out
+
+
+def rounded(value: Any, *, key: str = "") -> Any:
+    """Figures rounded for people: ms to 3 decimals, rates and ratios to 4.
+
+    >>> rounded({"median_ttft_ms": 84.00939360000001, "prefix_hit_rate": 0.987654321})
+    {'median_ttft_ms': 84.009, 'prefix_hit_rate': 0.9877}
+    """
+    if isinstance(value, float):
+        return round(value, 4 if ("rate" in key or "ratio" in key) else 3)
+    if isinstance(value, dict):
+        return {k: rounded(v, key=str(k)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [rounded(v, key=key) for v in value]
+    return value

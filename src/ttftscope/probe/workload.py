@@ -72,6 +72,10 @@ def _prose_block(rng: random.Random) -> str:
     return " ".join(words).capitalize() + ".\n"
 
 
+class BuildStopped(Exception):
+    """The caller asked :func:`build_context` to stop (the probe was interrupted)."""
+
+
 def context_blocks(seed: int = 0) -> Iterator[str]:
     """Endless deterministic blocks of agent context.
 
@@ -118,11 +122,14 @@ def build_context(
     *,
     seed: int = 0,
     tolerance: float = 0.02,
+    should_stop: Callable[[], bool] | None = None,
 ) -> str:
     """A context of about ``target_tokens`` tokens as counted by ``count_tokens``.
 
     ``count_tokens`` is the server's ``/tokenize`` or a local tokenizer; it is called a
-    handful of times, not once per block.
+    handful of times, not once per block. ``should_stop`` is polled while text is generated
+    (the build runs on a worker thread, which nothing else can interrupt); when it answers
+    True the build ends with :class:`BuildStopped`.
 
     >>> ctx = build_context(500, lambda s: len(s) // 4)
     >>> abs(len(ctx) // 4 - 500) <= 10
@@ -144,6 +151,8 @@ def build_context(
             want = int((target_tokens - have) * chars_per_token)
             size = 0
             while size < want:
+                if should_stop is not None and len(blocks) % 64 == 0 and should_stop():
+                    raise BuildStopped(f"stopped building a {target_tokens:,}-token context")
                 blocks.append(next(gen))
                 size += len(blocks[-1])
         else:

@@ -1,7 +1,12 @@
-"""Rich tables for the terminal."""
+"""Rich tables for the terminal: a breakdown that fits 80 columns, every column with ``wide``.
+
+Medians are taken part by part over warm requests, so they need not add up to the TTFT
+median; the table says so in a footnote rather than pretending otherwise.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rich import box
@@ -9,7 +14,17 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-_COLUMNS: tuple[tuple[str, str], ...] = (
+# (header, summary key) of the columns every table shows, then those only the wide one adds.
+_NARROW: tuple[tuple[str, str], ...] = (
+    ("cold\nTTFT", "cold_ttft_ms"),
+    ("TTFT\np50", "median_ttft_ms"),
+    ("queue", "median_queue_ms"),
+    ("prefill", "median_prefill_ms"),
+    ("front\nend", "median_server_frontend_ms"),
+    ("outside\nserver", "median_outside_server_ms"),
+    ("client\ntokenize", "median_tokenize_ms"),
+)
+_WIDE: tuple[tuple[str, str], ...] = (
     ("cold\nTTFT", "cold_ttft_ms"),
     ("TTFT\np50", "median_ttft_ms"),
     ("TTFT\np90", "p90_ttft_ms"),
@@ -21,62 +36,92 @@ _COLUMNS: tuple[tuple[str, str], ...] = (
     ("client\nserialize", "median_serialize_ms"),
     ("client\ntokenize", "median_tokenize_ms"),
 )
-# Wide enough for the whole table when output is not a terminal (CI logs, pipes, notes).
-_PIPE_WIDTH = 160
+FOOTNOTE = (
+    "ms, medians of warm requests, part by part: the parts' medians need not add up to the "
+    "TTFT median. front end = server TTFT - queue - prefill (chat rendering, tokenization); "
+    "outside server = network, HTTP and JSON before the server's clock starts. Context 0 "
+    "has no synthetic context: only the system prompt and the conversation so far, which "
+    "grows by a fresh ~1.4K-character turn per request."
+)
 
 
-def _ms(value: Any) -> str:
+def _ms(value: float | None) -> str:
     if value is None:
         return "–"
     return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.1f}"
 
 
-def breakdown_table(summary: dict[str, Any]) -> Table:
+def breakdown_table(summary: Mapping[str, Any], *, wide: bool = False) -> Table:
     """Per context size and variant: where the warm TTFT goes (medians, ms).
 
     >>> breakdown_table({"groups": [], "model": "m"}).row_count
     0
+    >>> len(breakdown_table({"groups": []}, wide=True).columns)
+    15
     """
+    columns = _WIDE if wide else _NARROW
     table = Table(
-        title=f"TTFT breakdown, {summary.get('model', '')} (ms; warm medians)",
+        title=f"TTFT breakdown, {summary.get('model', '')} (ms)",
         box=box.SIMPLE_HEAD,
         pad_edge=False,
+        padding=0,
+        show_edge=False,
     )
-    table.add_column("context\ntokens", justify="right")
-    table.add_column("variant")
-    table.add_column("n", justify="right")
-    for title, _ in _COLUMNS:
-        table.add_column(title, justify="right")
-    table.add_column("prefix\nhit rate", justify="right")
-    table.add_column("computed\ntokens", justify="right")
+    table.add_column("context\ntokens", justify="right", no_wrap=True)
+    table.add_column("variant", no_wrap=True)
+    table.add_column("n", justify="right", no_wrap=True)
+    for title, _ in columns:
+        table.add_column(title, justify="right", no_wrap=True)
+    table.add_column("hit\nrate", justify="right", no_wrap=True)
+    if wide:
+        table.add_column("computed\ntokens", justify="right", no_wrap=True)
     for g in summary.get("groups", []):
         hit = g.get("prefix_hit_rate")
-        computed = g.get("computed_tokens")
-        table.add_row(
-            f"{g['context_tokens']:,}",
-            g["variant"],
-            str(g["n"]),
-            *(_ms(g.get(key)) for _, key in _COLUMNS),
-            "–" if hit is None else f"{hit:.3f}",
-            "–" if computed is None else f"{computed:,.0f}",
-        )
+        row = [f"{g['context_tokens']:,}", g["variant"], str(g["n"])]
+        row += [_ms(g.get(key)) for _, key in columns]
+        row.append("–" if hit is None else f"{hit:.3f}")
+        if wide:
+            computed = g.get("computed_tokens")
+            row.append("–" if computed is None else f"{computed:,.0f}")
+        table.add_row(*row)
     return table
 
 
-def print_probe_summary(summary: dict[str, Any], console: Console | None = None) -> None:
-    """Print the breakdown table, the A/B verdict and anything that needs attention."""
-    console = console or Console()
-    if not console.is_terminal:
-        console = Console(file=console.file, width=max(console.width, _PIPE_WIDTH))
-    console.print(breakdown_table(summary))
-    ratio = summary.get("ab_ttft_ratio_text_over_ids")
-    if ratio is not None:
-        console.print(
-            f"A/B text vs token ids: median TTFT {_ms(summary['ab_text_median_ttft_ms'])} ms vs "
-            f"{_ms(summary['ab_ids_median_ttft_ms'])} ms (text/ids = {ratio:.2f}×); server front "
-            f"end {_ms(summary['ab_text_median_server_frontend_ms'])} ms vs "
-            f"{_ms(summary['ab_ids_median_server_frontend_ms'])} ms"
+def ab_lines(ab: Sequence[Mapping[str, Any]]) -> list[str]:
+    """One line per context size: text vs token ids, the same medians as the table's rows.
+
+    >>> ab_lines([{"context_tokens": 8000, "text_median_ttft_ms": 151.0,
+    ...            "ids_median_ttft_ms": 139.0, "ttft_ratio_text_over_ids": 151 / 139,
+    ...            "text_median_server_frontend_ms": 20.0,
+    ...            "ids_median_server_frontend_ms": 3.5}])
+    ['A/B at 8,000 tokens: TTFT text 151 ms vs ids 139 ms (1.09x); front end 20.0 vs 3.5 ms']
+    """
+    out = []
+    for row in ab:
+        ratio = row.get("ttft_ratio_text_over_ids")
+        shown = "–" if ratio is None else f"{ratio:.2f}x"
+        out.append(
+            f"A/B at {row['context_tokens']:,} tokens: TTFT text "
+            f"{_ms(row['text_median_ttft_ms'])} ms vs ids {_ms(row['ids_median_ttft_ms'])} ms "
+            f"({shown}); front end {_ms(row['text_median_server_frontend_ms'])} vs "
+            f"{_ms(row['ids_median_server_frontend_ms'])} ms"
         )
+    return out
+
+
+def print_probe_summary(
+    summary: Mapping[str, Any], console: Console | None = None, *, wide: bool = False
+) -> None:
+    """Print the breakdown table, the A/B lines and anything that needs attention.
+
+    A console that is not a terminal always gets the wide table (it is read by programs
+    and pasted into notes, where width costs nothing).
+    """
+    console = console or Console()
+    console.print(breakdown_table(summary, wide=wide or not console.is_terminal))
+    console.print(f"\n[dim]{escape(FOOTNOTE)}[/dim]", highlight=False)
+    for line in ab_lines(summary.get("ab", [])):
+        console.print(line, highlight=False)
     for kind, info in summary.get("failures", {}).items():
         console.print(
             f"[yellow]failed:[/yellow] {info['count']} × {escape(kind)} "

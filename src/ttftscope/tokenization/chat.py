@@ -133,6 +133,56 @@ def compile_template(source: str) -> jinja2.Template:
         ) from exc
 
 
+class ChatRenderer:
+    """A chat template bound to a tokenizer's special tokens: conversation in, prompt out.
+
+    Rendering is what ``apply_chat_template(..., tokenize=False)`` does; one renderer serves
+    any number of conversations (a gateway keeps one per upstream and an encoder per session).
+
+    >>> r = ChatRenderer(None, "{% for m in messages %}{{ m['content'] }}{% endfor %}")
+    >>> r.render([{"role": "user", "content": "hi"}])
+    'hi'
+    """
+
+    def __init__(self, tok: Any, chat_template: str | None = None, **template_vars: Any) -> None:
+        source = chat_template if chat_template is not None else getattr(tok, "chat_template", None)
+        if not source:
+            raise TokenizerError(
+                f"tokenizer {getattr(tok, 'name', tok)!r} has no chat template",
+                hint="pass chat_template=... or load a model folder with tokenizer_config.json "
+                "or chat_template.jinja",
+            )
+        self.source: str = source
+        self.template = compile_template(source)
+        self.variables: dict[str, Any] = {
+            "bos_token": getattr(tok, "bos_token", None) or "",
+            "eos_token": getattr(tok, "eos_token", None) or "",
+            **template_vars,
+        }
+
+    def render(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        add_generation_prompt: bool = True,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        documents: Sequence[Mapping[str, Any]] | None = None,
+        **kwargs: Any,
+    ) -> str:
+        """The prompt text, as ``apply_chat_template(..., tokenize=False)`` renders it.
+
+        >>> ChatRenderer(None, "{{ messages|length }}").render([{"role": "user"}])
+        '1'
+        """
+        values = {**self.variables, **kwargs}
+        return self.template.render(
+            messages=[_alias_reasoning(m) for m in messages],
+            tools=tools,
+            documents=documents,
+            add_generation_prompt=add_generation_prompt,
+            **values,
+        )
+
+
 class ChatSession:
     """Render conversations with a chat template and encode them incrementally.
 
@@ -154,23 +204,11 @@ class ChatSession:
         shadow_every: int | None = None,
         **template_vars: Any,
     ) -> None:
-        source = chat_template if chat_template is not None else getattr(tok, "chat_template", None)
-        if not source:
-            raise TokenizerError(
-                f"tokenizer {getattr(tok, 'name', tok)!r} has no chat template",
-                hint="pass chat_template=... or load a model folder with tokenizer_config.json "
-                "or chat_template.jinja",
-            )
         self.tok = tok
-        self.template = compile_template(source)
+        self.renderer = ChatRenderer(tok, chat_template, **template_vars)
         self.encoder = IncrementalEncoder(
             tok, add_special_tokens=add_special_tokens, shadow_every=shadow_every
         )
-        self.variables: dict[str, Any] = {
-            "bos_token": getattr(tok, "bos_token", None) or "",
-            "eos_token": getattr(tok, "eos_token", None) or "",
-            **template_vars,
-        }
         self.last_prompt: str = ""
 
     @property
@@ -186,19 +224,8 @@ class ChatSession:
         documents: Sequence[Mapping[str, Any]] | None = None,
         **kwargs: Any,
     ) -> str:
-        """The prompt text, as ``apply_chat_template(..., tokenize=False)`` renders it.
-
-        >>> ChatSession(tok, "{{ messages|length }}").render([{"role": "user"}])  # doctest: +SKIP
-        '1'
-        """
-        values = {**self.variables, **kwargs}
-        return self.template.render(
-            messages=[_alias_reasoning(m) for m in messages],
-            tools=tools,
-            documents=documents,
-            add_generation_prompt=add_generation_prompt,
-            **values,
-        )
+        """The prompt text (see :meth:`ChatRenderer.render`)."""
+        return self.renderer.render(messages, add_generation_prompt, tools, documents, **kwargs)
 
     def encode(
         self,

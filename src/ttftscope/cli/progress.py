@@ -1,0 +1,76 @@
+"""Probe progress: a live bar on a terminal, a plain line now and then into a pipe."""
+
+from __future__ import annotations
+
+import time
+from types import TracebackType
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
+
+from ttftscope.records import ProbeRecord
+
+_PLAIN_EVERY_S = 10.0  # into a pipe: one status line at most this often, plus each stage
+
+
+class RequestProgress:
+    """Counts finished requests out of ``total`` and shows what the probe is doing.
+
+    >>> import io
+    >>> with RequestProgress(2, Console(file=io.StringIO())) as p:
+    ...     p.stage("context 0 tokens: chat requests")
+    >>> p.done
+    0
+    """
+
+    def __init__(self, total: int, console: Console) -> None:
+        self.total, self.done, self.console = total, 0, console
+        self._bar: Progress | None = None
+        self._task: TaskID | None = None
+        self._last_line = time.monotonic()
+        self._stage = "starting"
+
+    def __enter__(self) -> RequestProgress:
+        if self.console.is_terminal:
+            self._bar = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(bar_width=20),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=self.console,
+                transient=True,
+            )
+            self._bar.start()
+            self._task = self._bar.add_task("probe: starting", total=self.total)
+        return self
+
+    def __exit__(
+        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+    def stage(self, text: str) -> None:
+        """What the probe does now (shown in the bar, or as one line into a pipe)."""
+        self._stage = text
+        if self._bar is not None and self._task is not None:
+            self._bar.update(self._task, description=f"probe: {text}")
+        else:
+            self.console.print(f"probe: {text} ({self.done}/{self.total} requests done)")
+            self._last_line = time.monotonic()
+
+    def record(self, rec: ProbeRecord) -> None:
+        """One request finished (successfully or not)."""
+        self.done += 1
+        if self._bar is not None and self._task is not None:
+            self._bar.advance(self._task)
+        elif time.monotonic() - self._last_line >= _PLAIN_EVERY_S or self.done == self.total:
+            self.console.print(f"probe: {self.done}/{self.total} requests done ({self._stage})")
+            self._last_line = time.monotonic()
