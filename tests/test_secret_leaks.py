@@ -39,19 +39,19 @@ def _placements(srv: FaultServer) -> dict[str, tuple[dict[str, str], list[str], 
         "env OPENAI_API_KEY": ({"OPENAI_API_KEY": KEY}, ["--base-url", echo], ""),
         "env TTFTSCOPE_API__API_KEY": ({"TTFTSCOPE_API__API_KEY": KEY}, [], cfg),
         "config api_key": ({}, [], cfg + f'api_key = "{KEY}"\n'),
-        "profile api_key": (
-            {}, ["--profile", "p"], cfg + f'[profiles.p.api]\napi_key = "{KEY}"\n'
-        ),
+        "profile api_key": ({}, ["--profile", "p"], cfg + f'[profiles.p.api]\napi_key = "{KEY}"\n'),
         "bearer header": ({}, ["--base-url", echo, "--header", f"Authorization: Bearer {KEY}"], ""),
         "basic header": ({}, ["--base-url", echo, "--header", f"Authorization: Basic {BASIC}"], ""),
         "api-key header": ({}, ["--base-url", echo, "--header", f"api-key: {KEY}"], ""),
         "userinfo in base url": ({}, ["--base-url", normal.replace("//", f"//u:{KEY}@")], ""),
         "query in base url": ({}, ["--base-url", f"{normal}?api_key={KEY}"], ""),
         "userinfo via OPENAI_BASE_URL": (
-            {"OPENAI_BASE_URL": normal.replace("//", f"//u:{KEY}@")}, [], ""
+            {"OPENAI_BASE_URL": normal.replace("//", f"//u:{KEY}@")},
+            [],
+            "",
         ),
         "key in metrics url": ({}, ["--metrics-url", f"http://127.0.0.1:9/m?k={KEY}"], ""),
-    }  # fmt: skip
+    }
 
 
 COMMANDS = [
@@ -80,9 +80,14 @@ def test_no_command_shows_the_key(server: FaultServer, tmp_path: Path, placement
             else command + (["--profile", "p"] if "--profile" in flags else [])
         )
         proc = subprocess.run(
-            [*CLI, *args], cwd=tmp_path, env=base_env, capture_output=True, text=True,
-            timeout=60, check=False,
-        )  # fmt: skip
+            [*CLI, *args],
+            cwd=tmp_path,
+            env=base_env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
         shown = proc.stdout + proc.stderr
         assert "Traceback" not in shown, (placement, args, shown)
         assert _leaks(shown) == [], (placement, args, shown)

@@ -23,8 +23,9 @@ from ttftscope.errors import ConfigError, FailureKind
 SCHEMA_VERSION = 1
 
 Phase = Literal["warmup", "cold", "warm"]
-# chat: chat text to /v1/chat/completions; text / ids: the A/B pair on /v1/completions
-Variant = Literal["chat", "text", "ids"]
+# chat: chat text to /v1/chat/completions; text / ids: the A/B pair on /v1/completions;
+# direct / gateway: chat straight to the server and through the token-id gateway
+Variant = Literal["chat", "text", "ids", "direct", "gateway"]
 
 
 class ProbeRecord(BaseModel):

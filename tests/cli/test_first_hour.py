@@ -40,10 +40,17 @@ def standin(tmp_path: Path) -> Iterator[tuple[FaultServer, Path]]:
         with FaultServer() as srv:
             state = cache / "localserver" / "state.json"
             state.parent.mkdir(parents=True)
-            state.write_text(json.dumps({
-                "base_url": srv.base_url("normal"), "port": srv.port, "pid": sleeper.pid,
-                "model": "tiny-llama", "log_path": str(tmp_path / "server.log"),
-            }))  # fmt: skip
+            state.write_text(
+                json.dumps(
+                    {
+                        "base_url": srv.base_url("normal"),
+                        "port": srv.port,
+                        "pid": sleeper.pid,
+                        "model": "tiny-llama",
+                        "log_path": str(tmp_path / "server.log"),
+                    }
+                )
+            )
             yield srv, cache
     finally:
         sleeper.kill()

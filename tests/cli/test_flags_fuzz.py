@@ -22,18 +22,48 @@ from ttftscope.errors import TtftscopeError
 
 _TEXT = st.one_of(
     st.text(max_size=30),
-    st.sampled_from([
-        "nan", "inf", "-1", "0", "1e309", "9" * 400, "99999999999999999999999", "0,8000",
-        "50,90,99", "X-Team: café", "X-Team: a\r\nb", "Authorization: Bearer k", ":", "a:b",
-        "http://127.0.0.1:99999/v1", "http://127.0.0.1:abc/v1", "http://u:%zz/x@h/v1",
-        "~nosuchuser/x", "\u2028", "\x00",
-    ]),
-)  # fmt: skip
-_FLAGS = st.sampled_from([
-    "--model", "--timeout", "--metrics-url", "--tokenizer", "--header", "--context-tokens",
-    "--metric-percentiles", "--repeat", "--num-warmups", "--max-tokens", "--seed", "--ab",
-    "--base-url",
-])  # fmt: skip
+    st.sampled_from(
+        [
+            "nan",
+            "inf",
+            "-1",
+            "0",
+            "1e309",
+            "9" * 400,
+            "99999999999999999999999",
+            "0,8000",
+            "50,90,99",
+            "X-Team: café",
+            "X-Team: a\r\nb",
+            "Authorization: Bearer k",
+            ":",
+            "a:b",
+            "http://127.0.0.1:99999/v1",
+            "http://127.0.0.1:abc/v1",
+            "http://u:%zz/x@h/v1",
+            "~nosuchuser/x",
+            "\u2028",
+            "\x00",
+        ]
+    ),
+)
+_FLAGS = st.sampled_from(
+    [
+        "--model",
+        "--timeout",
+        "--metrics-url",
+        "--tokenizer",
+        "--header",
+        "--context-tokens",
+        "--metric-percentiles",
+        "--repeat",
+        "--num-warmups",
+        "--max-tokens",
+        "--seed",
+        "--ab",
+        "--base-url",
+    ]
+)
 
 
 @pytest.fixture(scope="module")

@@ -107,7 +107,8 @@ def test_credentials_go_to_metrics_only_on_the_api_origin(env: dict[str, str], p
     same = load_settings(env=env, cwd=proj, flags={"api.base_url": "http://h:1/v1"}).settings
     assert Endpoint.from_settings(same).scrape_headers() == {"Authorization": f"Bearer {KEY}"}
     opted = load_settings(
-        env={**env, "TTFTSCOPE_API__METRICS_AUTH": "true"}, cwd=proj,
+        env={**env, "TTFTSCOPE_API__METRICS_AUTH": "true"},
+        cwd=proj,
         flags={"api.base_url": "http://h:1/v1", "api.metrics_url": "http://p:9/m"},
-    ).settings  # fmt: skip
+    ).settings
     assert Endpoint.from_settings(opted).scrape_headers() == {"Authorization": f"Bearer {KEY}"}

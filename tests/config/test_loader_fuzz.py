@@ -12,19 +12,46 @@ from ttftscope.config.loader import load_settings
 from ttftscope.config.schema import KEYS
 from ttftscope.errors import ConfigError
 
-_NASTY = st.sampled_from([
-    "", " ", "\n", "\r\n", "\x00", "\u2028", "\ud800", "~nosuchuser-x/y", "~/x", "nan", "inf",
-    "-1", "0", "1e309", "9" * 5000, "http://127.0.0.1:99999/v1", "http://u:p@h/v1",
-    "http://h/v1?k=v", "http://h:abc/v1", "http://h/v1/chat/completions", "true", "yes",
-    "[", "{", '"', "'", "é", "😀",
-])  # fmt: skip
+_NASTY = st.sampled_from(
+    [
+        "",
+        " ",
+        "\n",
+        "\r\n",
+        "\x00",
+        "\u2028",
+        "\ud800",
+        "~nosuchuser-x/y",
+        "~/x",
+        "nan",
+        "inf",
+        "-1",
+        "0",
+        "1e309",
+        "9" * 5000,
+        "http://127.0.0.1:99999/v1",
+        "http://u:p@h/v1",
+        "http://h/v1?k=v",
+        "http://h:abc/v1",
+        "http://h/v1/chat/completions",
+        "true",
+        "yes",
+        "[",
+        "{",
+        '"',
+        "'",
+        "é",
+        "😀",
+    ]
+)
 _VALUE = st.one_of(_NASTY, st.text(max_size=40))
 _SCALAR_TOML = st.one_of(
-    st.integers().map(str), st.floats().map(lambda f: repr(f).replace("inf", "inf")),
+    st.integers().map(str),
+    st.floats().map(lambda f: repr(f).replace("inf", "inf")),
     st.booleans().map(lambda b: "true" if b else "false"),
     _VALUE.map(lambda v: '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'),
     _NASTY,
-)  # fmt: skip
+)
 _KEY = st.sampled_from([*KEYS, "api.nope", "model.name", "api.timeout", "x.y", "api"])
 
 

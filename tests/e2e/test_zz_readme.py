@@ -45,9 +45,14 @@ def test_readme_use_commands_run_as_printed(vllm: LocalServer, tmp_path: Path) -
         env.pop(var, None)
     for command in use_commands()[1:]:
         proc = subprocess.run(
-            shlex.split(command), cwd=tmp_path, env=env, capture_output=True, text=True,
-            timeout=900, check=False,
-        )  # fmt: skip
+            shlex.split(command),
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+            check=False,
+        )
         assert proc.returncode == 0, f"{command}\n{proc.stdout}\n{proc.stderr}"
         assert "Traceback" not in proc.stderr, command
         if command == "ttftscope ping":

@@ -70,9 +70,11 @@ def test_stages_and_records_are_reported_as_they_happen() -> None:
     with FaultServer() as srv:
         asyncio.run(
             run_probe(
-                _ep(srv, "normal"), opts, on_stage=stages.append,
+                _ep(srv, "normal"),
+                opts,
+                on_stage=stages.append,
                 on_record=lambda r: seen.append(r.index),
             )
-        )  # fmt: skip
+        )
     assert stages == ["context 0 tokens: chat requests"]
     assert seen == list(range(opts.total_requests))

@@ -12,13 +12,22 @@ from ttftscope.report.terminal import FOOTNOTE, ab_lines, print_probe_summary
 
 def _group(size: int, variant: str, ttft: float) -> dict[str, Any]:
     return {
-        "context_tokens": size, "variant": variant, "n": 12, "cold_ttft_ms": 58_912.4,
-        "median_ttft_ms": ttft, "p90_ttft_ms": ttft * 1.2, "median_server_ttft_ms": ttft - 90,
-        "median_queue_ms": 12_345.6, "median_prefill_ms": 10_550.0,
-        "median_server_frontend_ms": 630.2, "median_outside_server_ms": 151.7,
-        "median_serialize_ms": 4.8, "median_tokenize_ms": 498.1, "prefix_hit_rate": 0.99212,
+        "context_tokens": size,
+        "variant": variant,
+        "n": 12,
+        "cold_ttft_ms": 58_912.4,
+        "median_ttft_ms": ttft,
+        "p90_ttft_ms": ttft * 1.2,
+        "median_server_ttft_ms": ttft - 90,
+        "median_queue_ms": 12_345.6,
+        "median_prefill_ms": 10_550.0,
+        "median_server_frontend_ms": 630.2,
+        "median_outside_server_ms": 151.7,
+        "median_serialize_ms": 4.8,
+        "median_tokenize_ms": 498.1,
+        "prefix_hit_rate": 0.99212,
         "computed_tokens": 1_234.0,
-    }  # fmt: skip
+    }
 
 
 SUMMARY: dict[str, Any] = {

@@ -7,7 +7,7 @@ or group and is added here explicitly. Errors derived from
 the error's own exit code, never a traceback.
 
 >>> sorted(cli.commands)
-['config', 'demo', 'local-server', 'ping', 'probe']
+['config', 'demo', 'gateway', 'local-server', 'ping', 'probe']
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import click
 from rich.markup import escape
 
 from ttftscope.cli.config import config
+from ttftscope.cli.gateway import gateway
 from ttftscope.cli.local import local_server
 from ttftscope.cli.options import CliState, config_options
 from ttftscope.cli.ping import ping
@@ -43,6 +44,7 @@ cli.add_command(local_server)
 cli.add_command(ping)
 cli.add_command(probe)
 cli.add_command(demo)
+cli.add_command(gateway)
 
 
 def main(argv: list[str] | None = None) -> None:

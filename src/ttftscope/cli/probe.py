@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -16,7 +18,12 @@ from ttftscope.cli.options import CliState, cli_state, dumps, endpoint_options, 
 from ttftscope.cli.progress import RequestProgress
 from ttftscope.client.endpoint import Endpoint
 from ttftscope.client.stream import StreamResult, raise_for_result
-from ttftscope.config.schema import ObservabilitySettings, Settings
+from ttftscope.config.schema import (
+    GatewaySettings,
+    ObservabilitySettings,
+    Settings,
+    UpstreamSettings,
+)
 from ttftscope.errors import ConfigError
 from ttftscope.localserver import process
 from ttftscope.localserver.model import model_dir
@@ -46,6 +53,7 @@ class ProbeArgs:
     metric_percentiles: str
     as_json: bool
     wide: bool
+    gateway_url: str | None = None
 
 
 def _numbers(text: str, what: str, cast: Callable[[str], N]) -> list[N]:
@@ -57,7 +65,8 @@ def _numbers(text: str, what: str, cast: Callable[[str], N]) -> list[N]:
             f"{what} {text!r} is not a comma-separated list of numbers",
             hint=f"for example {what} " + ("0,8000,32000" if cast is int else "50,90,99"),
         ) from None
-    if not values or any(not math.isfinite(v) or v < 0 for v in values):
+    # ints are compared as ints: float() of a 400-digit number overflows
+    if not values or any(v < 0 or (isinstance(v, float) and not math.isfinite(v)) for v in values):
         raise ConfigError(
             f"{what} {text!r} needs at least one value, each a finite number, none negative",
             hint=f"for example {what} " + ("0,8000,32000" if cast is int else "50,90,99"),
@@ -235,6 +244,7 @@ def _run_probe_command(state: CliState, args: ProbeArgs) -> None:
         ab=args.ab,
         seed=args.seed,
         salt=f"{args.seed}-{time.time_ns() % 10**9}",
+        gateway_url=args.gateway_url,
     )
     percentiles = _numbers(args.metric_percentiles, "--metric-percentiles", float)
     if any(q > 100 for q in percentiles):
@@ -248,6 +258,10 @@ def _run_probe_command(state: CliState, args: ProbeArgs) -> None:
 @click.command()
 @endpoint_options
 @probe_options
+@click.option(
+    "--gateway-url",
+    help="Also chat through this token-id gateway, alternating with direct chat",
+)
 @click.pass_context
 def probe(
     ctx: click.Context,
@@ -261,14 +275,38 @@ def probe(
     metric_percentiles: str,
     as_json: bool,
     wide: bool,
+    gateway_url: str | None,
 ) -> None:
     """Time requests one at a time and split each TTFT into its parts."""
     args = ProbeArgs(
-        context_tokens=context_tokens, repeat=repeat, num_warmups=num_warmups,
-        max_tokens=max_tokens, ab=ab, seed=seed, result_dir=result_dir,
-        metric_percentiles=metric_percentiles, as_json=as_json, wide=wide,
-    )  # fmt: skip
+        context_tokens=context_tokens,
+        repeat=repeat,
+        num_warmups=num_warmups,
+        max_tokens=max_tokens,
+        ab=ab,
+        seed=seed,
+        result_dir=result_dir,
+        metric_percentiles=metric_percentiles,
+        as_json=as_json,
+        wide=wide,
+        gateway_url=gateway_url,
+    )
     _run_probe_command(cli_state(ctx), args)
+
+
+@contextlib.contextmanager
+def _local_gateway(state: CliState, upstream: str) -> Iterator[str]:
+    """A token-id gateway in front of the local server, for the demo's A/B."""
+    from ttftscope.gateway.serve import BackgroundGateway
+
+    settings = GatewaySettings(
+        upstreams={"local": UpstreamSettings(base_url=upstream, model_dir=model_dir())}
+    )
+    with BackgroundGateway(settings) as gw:
+        state.err.print(
+            f"token-id gateway on {gw.base_url} (ids via {gw.gateway.upstreams[0].api})"
+        )
+        yield gw.base_url
 
 
 NEXT_STEPS = """\
@@ -276,6 +314,7 @@ Next, with the CLI on your PATH (source .venv/bin/activate):
   ttftscope local-server start      # keep a local vLLM running on 127.0.0.1:8000
   ttftscope ping                    # finds the running local server by itself
   ttftscope probe --context-tokens 0,8000 --repeat 3 --ab ids
+  ttftscope gateway                 # chat in, token ids to vLLM, on 127.0.0.1:8100
   ttftscope config show             # every setting and where it came from
   ttftscope local-server stop"""
 
@@ -283,6 +322,7 @@ Next, with the CLI on your PATH (source .venv/bin/activate):
 @click.command()
 @probe_options
 @click.option("--keep-server", is_flag=True, help="Leave the local vLLM running afterwards")
+@click.option("--no-gateway", is_flag=True, help="Skip the direct-vs-gateway comparison")
 @click.pass_context
 def demo(
     ctx: click.Context,
@@ -297,14 +337,22 @@ def demo(
     as_json: bool,
     wide: bool,
     keep_server: bool,
+    no_gateway: bool,
 ) -> None:
     """The main job on a laptop: local vLLM up, probe sweep, breakdown table, vLLM down."""
     state = cli_state(ctx)
     args = ProbeArgs(
-        context_tokens=context_tokens, repeat=repeat, num_warmups=num_warmups,
-        max_tokens=max_tokens, ab=ab, seed=seed, result_dir=result_dir,
-        metric_percentiles=metric_percentiles, as_json=as_json, wide=wide,
-    )  # fmt: skip
+        context_tokens=context_tokens,
+        repeat=repeat,
+        num_warmups=num_warmups,
+        max_tokens=max_tokens,
+        ab=ab,
+        seed=seed,
+        result_dir=result_dir,
+        metric_percentiles=metric_percentiles,
+        as_json=as_json,
+        wide=wide,
+    )
     state.err.print("preparing the local vLLM (the first run installs ~3.4 GB, then cached)")
     started = process.ensure_started()
     server = started.server
@@ -314,7 +362,11 @@ def demo(
         if state.load().settings.tokenizer.path is None:
             # the served model's own tokenizer, so client-side tokenization is measured too
             state.set_flag("tokenizer.path", str(model_dir()))
-        _run_probe_command(state, args)
+        if no_gateway:
+            _run_probe_command(state, args)
+        else:
+            with _local_gateway(state, server.base_url) as url:
+                _run_probe_command(state, dataclasses.replace(args, gateway_url=url))
     finally:
         if started.launched and not keep_server:
             process.stop(only_pid=server.pid)

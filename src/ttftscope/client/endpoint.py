@@ -115,9 +115,13 @@ class Endpoint:
     async def max_model_len(self, client: httpx.AsyncClient) -> int | None:
         """The context length the server reports for :attr:`model` (None: not reported)."""
         cards = await list_model_cards(
-            base_url=self.base_url, api_key=self.api_key, timeout_s=self.timeout_s,
-            headers=self.headers, client=client, retries=self.max_retries,
-        )  # fmt: skip
+            base_url=self.base_url,
+            api_key=self.api_key,
+            timeout_s=self.timeout_s,
+            headers=self.headers,
+            client=client,
+            retries=self.max_retries,
+        )
         return next((c.max_model_len for c in cards if c.id == self.model), None)
 
     async def discover_model(self, client: httpx.AsyncClient) -> str:

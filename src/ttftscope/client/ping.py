@@ -83,9 +83,14 @@ async def list_model_cards(
     async with _client(client) as c:
         try:
             _, obj = await call_json(
-                c, "GET", url, api_key=api_key, timeout_s=timeout_s, headers=headers,
+                c,
+                "GET",
+                url,
+                api_key=api_key,
+                timeout_s=timeout_s,
+                headers=headers,
                 retries=retries,
-            )  # fmt: skip
+            )
         except errors.ModelNotFound as exc:
             raise errors.BadResponse(f"GET {url} answered 404", hint=WRONG_THING) from exc
     data = obj.get("data") if isinstance(obj, dict) else None
@@ -120,9 +125,13 @@ async def list_models(
     ['tiny-llama']
     """
     cards = await list_model_cards(
-        base_url=base_url, api_key=api_key, timeout_s=timeout_s, headers=headers,
-        client=client, retries=retries,
-    )  # fmt: skip
+        base_url=base_url,
+        api_key=api_key,
+        timeout_s=timeout_s,
+        headers=headers,
+        client=client,
+        retries=retries,
+    )
     return [card.id for card in cards]
 
 

@@ -14,10 +14,18 @@ from urllib.parse import quote, urlsplit, urlunsplit
 
 from pydantic import SecretStr
 
-SENSITIVE_HEADERS = frozenset({
-    "authorization", "proxy-authorization", "api-key", "x-api-key", "x-goog-api-key",
-    "x-auth-token", "cookie", "ocp-apim-subscription-key",
-})  # fmt: skip
+SENSITIVE_HEADERS = frozenset(
+    {
+        "authorization",
+        "proxy-authorization",
+        "api-key",
+        "x-api-key",
+        "x-goog-api-key",
+        "x-auth-token",
+        "cookie",
+        "ocp-apim-subscription-key",
+    }
+)
 
 
 def redact(secret: str | SecretStr | None) -> str:

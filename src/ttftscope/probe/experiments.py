@@ -73,6 +73,7 @@ class ProbeOptions:
     turn_chars: int = 1400
     salt: str = field(default_factory=lambda: uuid.uuid4().hex[:8])
     metrics_settle_s: float = 3.0
+    gateway_url: str | None = None  # also: chat direct vs through this gateway
 
     @property
     def total_requests(self) -> int:
@@ -82,7 +83,8 @@ class ProbeOptions:
         30
         """
         per_series = 1 + self.num_warmups + self.repeat
-        return len(self.context_tokens) * per_series * (3 if self.ab == "ids" else 1)
+        series = 1 + 2 * (self.ab == "ids") + 2 * (self.gateway_url is not None)
+        return len(self.context_tokens) * per_series * series
 
 
 @dataclass
@@ -104,6 +106,7 @@ class _Request:
     path: CompletionPath
     body: dict[str, object]
     tokenize: Callable[[], int] | None = None  # client-side tokenization, timed when present
+    base_url: str | None = None  # another address than the endpoint's (the gateway)
 
 
 class Prober:
@@ -152,7 +155,7 @@ class Prober:
             tokenize_ms = (time.perf_counter_ns() - t) / 1e6
         result = await stream_completion(
             self.client,
-            base_url=self.ep.base_url,
+            base_url=req.base_url or self.ep.base_url,
             path=req.path,
             body=req.body,
             api_key=self.ep.api_key,
@@ -292,11 +295,39 @@ class Prober:
         body = {"model": self.ep.model, "prompt": prompt, **self._sampling()}
         return _Request(variant, "/completions", body)
 
+    async def gateway_series(self, size: int, gateway_url: str) -> None:
+        """Chat straight to the server vs through the gateway, alternating, one conversation.
+
+        Both variants extend the same conversation with a fresh turn per request, so both
+        find the same warm prefix; the gateway also finds its session and encodes the tail.
+        """
+        ctx = await self._context(size)
+        self._stage(f"context {size:,} tokens: direct vs gateway chat")
+        history: list[dict[str, str]] = []
+        for i in range(2 * (1 + self.opts.num_warmups + self.opts.repeat)):
+            phase = self._phase(i // 2) if i > 1 else ("cold" if i == 0 else "warmup")
+            turn = agent_turn(2000 + i, seed=self.opts.seed, chars=self.opts.turn_chars)
+            req = self._chat_request(_messages(ctx, history, turn))
+            gateway = (i % 2 == 0) == (i // 2 % 2 == 0)  # alternate who goes first per pair
+            req = _Request(
+                "gateway" if gateway else "direct",
+                req.path,
+                req.body,
+                base_url=gateway_url if gateway else None,
+            )
+            await self.send(req, phase, size)
+            history += [
+                {"role": "user", "content": turn},
+                {"role": "assistant", "content": _ASSISTANT_REPLY},
+            ]
+
     async def run_all(self) -> ProbeRun:
         for size in self.opts.context_tokens:
             await self.chat_series(size)
             if self.opts.ab == "ids":
                 await self.ab_series(size)
+            if self.opts.gateway_url is not None:
+                await self.gateway_series(size, self.opts.gateway_url)
         return self.run
 
 

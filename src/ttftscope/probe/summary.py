@@ -6,7 +6,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ttftscope.errors import FailureKind
-from ttftscope.records import ProbeRecord
+from ttftscope.records import ProbeRecord, Variant
 from ttftscope.stats import median, percentile
 
 # (summary key stem, record attribute); each gets median_ and pNN_ keys
@@ -66,7 +66,7 @@ def groups(
     records: Sequence[ProbeRecord], percentiles: Sequence[float] = (50, 90)
 ) -> list[dict[str, Any]]:
     """One row per (context size, variant): the cold request, then warm statistics."""
-    order = {"chat": 0, "text": 1, "ids": 2}
+    order = {"chat": 0, "text": 1, "ids": 2, "direct": 3, "gateway": 4}
     keys = sorted(
         {(r.context_tokens_target, r.variant) for r in records},
         key=lambda k: (k[0], order.get(k[1], 9), k[1]),
@@ -144,35 +144,38 @@ def summarize(
         t, i = out["ab_text_median_ttft_ms"], out["ab_ids_median_ttft_ms"]
         out["ab_ttft_ratio_text_over_ids"] = t / i if t and i else None
     out["groups"] = groups(records, percentiles)
-    out["ab"] = ab_by_context(out["groups"])
+    out["ab"] = pairs_by_context(out["groups"], "text", "ids")
+    out["gateway_ab"] = pairs_by_context(out["groups"], "direct", "gateway")
     out["failures"] = failures(records)
     out["notes"] = notes(records)
     return {k: rounded(v, key=k) for k, v in out.items()}
 
 
-def ab_by_context(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Text vs ids per context size, taken from the same group rows the table shows.
+def pairs_by_context(
+    rows: Sequence[dict[str, Any]], first: Variant, second: Variant
+) -> list[dict[str, Any]]:
+    """Two variants side by side per context size, from the same rows the table shows.
 
     >>> g = [{"context_tokens": 0, "variant": v, "median_ttft_ms": t,
     ...       "median_server_frontend_ms": 1.0} for v, t in (("text", 3.0), ("ids", 2.0))]
-    >>> ab_by_context(g)[0]["ttft_ratio_text_over_ids"]
+    >>> pairs_by_context(g, "text", "ids")[0]["ttft_ratio_text_over_ids"]
     1.5
     """
     by_key = {(r["context_tokens"], r["variant"]): r for r in rows}
     out = []
     for size in sorted({size for size, _ in by_key}):
-        text, ids = by_key.get((size, "text")), by_key.get((size, "ids"))
-        if text is None or ids is None:
+        a, b = by_key.get((size, first)), by_key.get((size, second))
+        if a is None or b is None:
             continue
-        t, i = text["median_ttft_ms"], ids["median_ttft_ms"]
+        t, u = a["median_ttft_ms"], b["median_ttft_ms"]
         out.append(
             {
                 "context_tokens": size,
-                "text_median_ttft_ms": t,
-                "ids_median_ttft_ms": i,
-                "ttft_ratio_text_over_ids": t / i if t and i else None,
-                "text_median_server_frontend_ms": text["median_server_frontend_ms"],
-                "ids_median_server_frontend_ms": ids["median_server_frontend_ms"],
+                f"{first}_median_ttft_ms": t,
+                f"{second}_median_ttft_ms": u,
+                f"ttft_ratio_{first}_over_{second}": t / u if t and u else None,
+                f"{first}_median_server_frontend_ms": a["median_server_frontend_ms"],
+                f"{second}_median_server_frontend_ms": b["median_server_frontend_ms"],
             }
         )
     return out

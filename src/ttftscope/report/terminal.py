@@ -87,8 +87,10 @@ def breakdown_table(summary: Mapping[str, Any], *, wide: bool = False) -> Table:
     return table
 
 
-def ab_lines(ab: Sequence[Mapping[str, Any]]) -> list[str]:
-    """One line per context size: text vs token ids, the same medians as the table's rows.
+def ab_lines(
+    pairs: Sequence[Mapping[str, Any]], first: str = "text", second: str = "ids", label: str = "A/B"
+) -> list[str]:
+    """One line per context size: two variants, the same medians as the table's rows.
 
     >>> ab_lines([{"context_tokens": 8000, "text_median_ttft_ms": 151.0,
     ...            "ids_median_ttft_ms": 139.0, "ttft_ratio_text_over_ids": 151 / 139,
@@ -97,14 +99,15 @@ def ab_lines(ab: Sequence[Mapping[str, Any]]) -> list[str]:
     ['A/B at 8,000 tokens: TTFT text 151 ms vs ids 139 ms (1.09x); front end 20.0 vs 3.5 ms']
     """
     out = []
-    for row in ab:
-        ratio = row.get("ttft_ratio_text_over_ids")
+    for row in pairs:
+        ratio = row.get(f"ttft_ratio_{first}_over_{second}")
         shown = "–" if ratio is None else f"{ratio:.2f}x"
         out.append(
-            f"A/B at {row['context_tokens']:,} tokens: TTFT text "
-            f"{_ms(row['text_median_ttft_ms'])} ms vs ids {_ms(row['ids_median_ttft_ms'])} ms "
-            f"({shown}); front end {_ms(row['text_median_server_frontend_ms'])} vs "
-            f"{_ms(row['ids_median_server_frontend_ms'])} ms"
+            f"{label} at {row['context_tokens']:,} tokens: TTFT {first} "
+            f"{_ms(row[f'{first}_median_ttft_ms'])} ms vs {second} "
+            f"{_ms(row[f'{second}_median_ttft_ms'])} ms ({shown}); front end "
+            f"{_ms(row[f'{first}_median_server_frontend_ms'])} vs "
+            f"{_ms(row[f'{second}_median_server_frontend_ms'])} ms"
         )
     return out
 
@@ -121,6 +124,8 @@ def print_probe_summary(
     console.print(breakdown_table(summary, wide=wide or not console.is_terminal))
     console.print(f"\n[dim]{escape(FOOTNOTE)}[/dim]", highlight=False)
     for line in ab_lines(summary.get("ab", [])):
+        console.print(line, highlight=False)
+    for line in ab_lines(summary.get("gateway_ab", []), "direct", "gateway", "gateway"):
         console.print(line, highlight=False)
     for kind, info in summary.get("failures", {}).items():
         console.print(

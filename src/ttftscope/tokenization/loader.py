@@ -150,7 +150,17 @@ def load_tokenizer(path: str | Path) -> Tokenizer:
     ...
     ttftscope.errors.TokenizerError: tokenizer path /nope does not exist...
     """
-    p = Path(path).expanduser()
+    try:
+        return _load_path(Path(path).expanduser())
+    except (OSError, RuntimeError) as exc:  # a name too long, no permission, "~nosuchuser"
+        shown = str(path) if len(str(path)) <= 120 else str(path)[:117] + "..."
+        raise TokenizerError(
+            f"cannot read the tokenizer at {shown}: {getattr(exc, 'strerror', None) or exc}",
+            hint="check the path and its permissions",
+        ) from None
+
+
+def _load_path(p: Path) -> Tokenizer:
     if not p.exists():
         raise TokenizerError(
             f"tokenizer path {p} does not exist",

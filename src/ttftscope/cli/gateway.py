@@ -1,0 +1,87 @@
+"""``ttftscope gateway``: one OpenAI-compatible address that sends vLLM token ids."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ttftscope.cli.options import CliState, cli_state, config_options
+from ttftscope.config.schema import GatewaySettings, UpstreamSettings
+from ttftscope.errors import ConfigError
+from ttftscope.localserver import process
+from ttftscope.localserver.model import model_dir as local_model_dir
+
+__all__ = ["gateway"]
+
+
+def _one_upstream(url: str, folder: Path | None, mode: str) -> dict[str, UpstreamSettings]:
+    try:
+        one = UpstreamSettings.model_validate({"base_url": url, "model_dir": folder, "mode": mode})
+    except ValueError as exc:
+        reason = str(exc).splitlines()[-1] if str(exc) else type(exc).__name__
+        raise ConfigError(
+            f"--upstream: {reason}", hint="give the API base, like http://127.0.0.1:8000/v1"
+        ) from None
+    return {"default": one}
+
+
+def gateway_settings(
+    state: CliState, upstream: str | None, folder: Path | None, mode: str | None
+) -> GatewaySettings:
+    """The configured gateway, with the one-upstream flags (or the local server) applied."""
+    gw = state.load().settings.gateway
+    if upstream is not None:
+        return gw.model_copy(update={"upstreams": _one_upstream(upstream, folder, mode or "ids")})
+    if gw.upstreams:
+        return gw
+    local = process.status()
+    if local is None:
+        raise ConfigError(
+            "the gateway has no upstream: none is configured and no local server runs",
+            hint="pass --upstream http://host:8000/v1 --model-dir DIR, add "
+            "[gateway.upstreams.NAME] tables to config.toml, or `ttftscope local-server start`",
+        )
+    return gw.model_copy(
+        update={
+            "upstreams": _one_upstream(local.base_url, folder or local_model_dir(), mode or "ids")
+        }
+    )
+
+
+@click.command()
+@config_options
+@click.option("--upstream", help="One upstream's base URL, e.g. http://127.0.0.1:8000/v1")
+@click.option(
+    "--model-dir",
+    type=click.Path(path_type=Path),
+    help="The served model's folder (tokenizer + chat template), for --upstream",
+)
+@click.option("--mode", type=click.Choice(["ids", "text"]), help="ids (default) or text")
+@click.option("--host", help="Address to listen on (default 127.0.0.1)")
+@click.option("--port", type=click.IntRange(1, 65535), help="Port (default 8100)")
+@click.pass_context
+def gateway(
+    ctx: click.Context,
+    upstream: str | None,
+    model_dir: Path | None,
+    mode: str | None,
+    host: str | None,
+    port: int | None,
+) -> None:
+    """Serve chat in, token ids to vLLM: no re-tokenizing of the long context per turn.
+
+    With nothing configured it fronts the running local server.
+    """
+    from ttftscope.gateway.serve import serve
+
+    state = cli_state(ctx)
+    settings = gateway_settings(state, upstream, model_dir, mode)
+    update = {k: v for k, v in (("host", host), ("port", port)) if v is not None}
+    settings = settings.model_copy(update=update)
+    names = ", ".join(f"{n} ({u.mode}: {u.base_url})" for n, u in settings.upstreams.items())
+    state.err.print(
+        f"gateway on http://{settings.host}:{settings.port}/v1 -> {names}; Ctrl-C stops it",
+        highlight=False,
+    )
+    serve(settings)

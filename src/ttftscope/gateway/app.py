@@ -1,0 +1,331 @@
+"""The gateway's Starlette app: OpenAI routes in, token ids (or text) to the right upstream.
+
+Routes: ``POST /v1/chat/completions`` and ``/v1/completions`` (routed by ``model``),
+``GET /v1/models`` (the union), ``GET /health``, ``GET /metrics``; anything else is an
+OpenAI-format 404. See :mod:`ttftscope.gateway` for what each stage owns.
+
+>>> app = create_app(GatewaySettings())  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import logging
+import time
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import orjson
+from starlette.applications import Starlette
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from ttftscope.config.schema import GatewaySettings
+from ttftscope.gateway.forward import forward, openai_error
+from ttftscope.gateway.metrics import GatewayMetrics
+from ttftscope.gateway.sessions import Encoded
+from ttftscope.gateway.translate import (
+    CannotTranslate,
+    ChatStreamTranslator,
+    chat_response,
+    completions_body,
+)
+from ttftscope.gateway.upstreams import Upstream, environment, upstreams_from
+from ttftscope.gateway.verify import Verifier
+from ttftscope.gateway.vllm_chat import PassThrough, prepare_chat
+
+log = logging.getLogger("ttftscope.gateway")
+SESSION_HEADER = "x-ttftscope-session"
+
+
+class BadRequest(Exception):
+    """The client's request cannot be served; ``status`` and a message that says why."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status, self.message = status, message
+
+
+class Gateway:
+    """State shared by the routes: upstreams, metrics, limits, inbound keys."""
+
+    def __init__(self, settings: GatewaySettings, env: Mapping[str, str]) -> None:
+        self.settings, self.env = settings, env
+        self.metrics = GatewayMetrics()
+        self.upstreams = upstreams_from(settings.upstreams)
+        self.verifier = Verifier(settings.verify_every, self.metrics)
+        var = settings.api_keys_env
+        raw = env.get(var, "") if var else ""
+        self.keys = [k.strip().encode() for k in raw.split(",") if k.strip()]
+        self.max_body = int(settings.max_body_mb * (1 << 20))
+        self._seen: dict[tuple[str, str], float] = {}
+
+    async def start(self) -> None:
+        share = (self.settings.cache_mb << 20) // max(1, len(self.upstreams))
+        for up in self.upstreams:
+            await up.start(cache_bytes=share, shadow_every=self.settings.shadow_every, env=self.env)
+            self.metrics.upstream_api.labels(up.name, up.api or "text").set(1)
+
+    async def close(self) -> None:
+        for up in self.upstreams:
+            await up.close()
+
+    # -- request plumbing ----------------------------------------------------------------
+    def check_key(self, request: Request) -> None:
+        """Refuse a request without a valid inbound key (when keys are configured)."""
+        if not self.keys:
+            return
+        given = request.headers.get("authorization", "").removeprefix("Bearer ").strip().encode()
+        # compare with every key, always: timing says nothing about which one came close
+        if sum(hmac.compare_digest(given, key) for key in self.keys) == 0:
+            raise BadRequest(401, "a valid gateway API key is required (Authorization: Bearer)")
+
+    async def body(self, request: Request) -> tuple[bytes, dict[str, Any]]:
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_body:
+            raise BadRequest(413, self._too_large())
+        chunks, size = [], 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > self.max_body:
+                raise BadRequest(413, self._too_large())
+            chunks.append(chunk)
+        raw = b"".join(chunks)
+        try:
+            body = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            raise BadRequest(400, f"the request body is not valid JSON ({exc})") from None
+        if not isinstance(body, dict):
+            raise BadRequest(400, "the request body must be a JSON object")
+        if not isinstance(body.get("model"), str):
+            raise BadRequest(400, "the request needs a 'model' string naming a served model")
+        return raw, body
+
+    def _too_large(self) -> str:
+        return (
+            f"the request body is larger than {self.settings.max_body_mb:g} MB "
+            "(gateway.max_body_mb)"
+        )
+
+    async def route(self, model: str) -> Upstream:
+        for refresh in (False, True):
+            for up in self.upstreams:
+                if model in up.models:
+                    return up
+            if refresh:
+                break
+            for up in self.upstreams:
+                await up.refresh_models()
+        served = sorted({m for up in self.upstreams for m in up.models})
+        raise BadRequest(404, f"The model `{model}` does not exist. Served: {', '.join(served)}")
+
+    def count(self, route: str, up: Upstream | None, mode: str, response: Response) -> Response:
+        name = up.name if up is not None else "-"
+        self.metrics.requests.labels(route, name, mode, str(response.status_code)).inc()
+        return response
+
+    def passthrough(self, up: Upstream, reason: str) -> str:
+        self.metrics.passthrough.labels(up.name, reason).inc()
+        return "text"
+
+    def account(self, up: Upstream, enc: Encoded) -> None:
+        m = self.metrics
+        m.tokenize_seconds.labels(up.name).observe(enc.seconds)
+        m.tokens_reused.labels(up.name).inc(enc.reused_tokens)
+        m.chars_encoded.labels(up.name).inc(enc.encoded_chars)
+        m.prompt_tokens.labels(up.name).inc(len(enc.ids))
+        m.widenings.inc(enc.widenings)
+        m.full_fallbacks.inc(enc.full_fallback)
+        assert up.cache is not None
+        st = up.cache.stats
+        m.cache_entries.set(sum(u.cache.stats.entries for u in self.upstreams if u.cache))
+        m.cache_bytes.set(sum(u.cache.stats.nbytes for u in self.upstreams if u.cache))
+        totals = (
+            ("evictions", m.cache_evictions, st.evictions),
+            ("forks", m.cache_forks, st.forks),
+            ("shadow_checks", m.shadow_checks, st.shadow_checks),
+            ("shadow_mismatches", m.shadow_mismatches, st.shadow_mismatches),
+        )
+        for name, counter, value in totals:
+            # the cache keeps running totals; a Prometheus counter only takes increments
+            seen = self._seen.get((up.name, name), 0.0)
+            if value > seen:
+                counter.inc(value - seen)
+                self._seen[(up.name, name)] = value
+
+
+# -- routes ------------------------------------------------------------------------------
+async def chat_completions(request: Request) -> Response:
+    gw: Gateway = request.app.state.gateway
+    up: Upstream | None = None
+    mode = "text"
+    try:
+        gw.check_key(request)
+        raw, body = await gw.body(request)
+        up = await gw.route(body["model"])
+        mode, response = await _chat(gw, up, raw, body, request.headers.get(SESSION_HEADER))
+    except BadRequest as exc:
+        response = openai_error(exc.status, exc.message)
+    except ClientDisconnect:
+        response = Response(status_code=499)
+    return gw.count("chat", up, mode, response)
+
+
+async def _chat(
+    gw: Gateway, up: Upstream, raw: bytes, body: dict[str, Any], pin: str | None
+) -> tuple[str, Response]:
+    stream = body.get("stream") is True
+    if up.api is None or up.renderer is None or up.cache is None:
+        return "text", await forward(
+            up, "/chat/completions", raw, stream=stream, metrics=gw.metrics
+        )
+    try:
+        inputs = prepare_chat(body, up.renderer.source)
+        prompt = up.renderer.render(inputs.messages, tools=inputs.tools, **inputs.template_kwargs)
+    except PassThrough as exc:
+        mode = gw.passthrough(up, exc.reason)
+        return mode, await forward(up, "/chat/completions", raw, stream=stream, metrics=gw.metrics)
+    except Exception as exc:  # a template that raises: vLLM answers it its own way
+        log.info("upstream %s: render failed (%s); sent as text", up.name, type(exc).__name__)
+        mode = gw.passthrough(up, "render_error")
+        return mode, await forward(up, "/chat/completions", raw, stream=stream, metrics=gw.metrics)
+    enc = await up.cache.encode(prompt, pin)
+    gw.account(up, enc)
+    if not await gw.verifier.agrees(up, body, enc.ids):
+        mode = gw.passthrough(up, "verify_mismatch")
+        return mode, await forward(up, "/chat/completions", raw, stream=stream, metrics=gw.metrics)
+    if up.api == "chat-ids":
+        data = orjson.dumps({**body, "kv_transfer_params": {"prompt_token_ids": enc.ids}})
+        return "ids", await forward(
+            up, "/chat/completions", data, stream=stream, metrics=gw.metrics
+        )
+    return await _via_completions(gw, up, raw, body, enc.ids, stream)
+
+
+async def _via_completions(
+    gw: Gateway, up: Upstream, raw: bytes, body: dict[str, Any], ids: list[int], stream: bool
+) -> tuple[str, Response]:
+    try:
+        data = orjson.dumps(
+            completions_body(body, ids, max_model_len=up.max_model_len.get(body["model"]))
+        )
+    except CannotTranslate as exc:
+        mode = gw.passthrough(up, exc.reason)
+        return mode, await forward(up, "/chat/completions", raw, stream=stream, metrics=gw.metrics)
+    model = body["model"]
+    if stream:
+        options = body.get("stream_options")
+        usage = isinstance(options, dict) and options.get("include_usage") is True
+        tr = ChatStreamTranslator(model=model, include_usage=usage)
+        return "ids", await forward(
+            up,
+            "/completions",
+            data,
+            stream=True,
+            metrics=gw.metrics,
+            rewrite_stream=(tr.feed, tr.close),
+        )
+
+    def to_chat(answer: bytes) -> bytes:
+        return orjson.dumps(chat_response(orjson.loads(answer), model=model))
+
+    return "ids", await forward(
+        up, "/completions", data, stream=False, metrics=gw.metrics, rewrite_body=to_chat
+    )
+
+
+async def completions(request: Request) -> Response:
+    gw: Gateway = request.app.state.gateway
+    up: Upstream | None = None
+    mode = "text"
+    try:
+        gw.check_key(request)
+        raw, body = await gw.body(request)
+        up = await gw.route(body["model"])
+        stream = body.get("stream") is True
+        prompt = body.get("prompt")
+        data = raw
+        if up.cache is not None and up.api is not None and isinstance(prompt, str):
+            enc = await up.cache.encode(prompt, request.headers.get(SESSION_HEADER))
+            gw.account(up, enc)
+            data, mode = orjson.dumps({**body, "prompt": enc.ids}), "ids"
+        elif up.api is not None:
+            mode = gw.passthrough(up, "prompt_not_text")
+        response = await forward(up, "/completions", data, stream=stream, metrics=gw.metrics)
+    except BadRequest as exc:
+        response = openai_error(exc.status, exc.message)
+    except ClientDisconnect:
+        response = Response(status_code=499)
+    return gw.count("completions", up, mode, response)
+
+
+async def models(request: Request) -> Response:
+    gw: Gateway = request.app.state.gateway
+    try:
+        gw.check_key(request)
+    except BadRequest as exc:
+        return openai_error(exc.status, exc.message)
+    data = []
+    for up in gw.upstreams:
+        await up.refresh_models()
+        for model in up.models:
+            card: dict[str, Any] = {
+                "id": model,
+                "object": "model",
+                "owned_by": up.name,
+                "created": int(time.time()),
+            }
+            if model in up.max_model_len:
+                card["max_model_len"] = up.max_model_len[model]
+            data.append(card)
+    return JSONResponse({"object": "list", "data": data})
+
+
+async def health(request: Request) -> Response:
+    return JSONResponse({"status": "ok"})
+
+
+async def metrics(request: Request) -> Response:
+    gw: Gateway = request.app.state.gateway
+    return Response(gw.metrics.exposition(), media_type="text/plain; version=0.0.4")
+
+
+async def not_served(request: Request) -> Response:
+    return openai_error(
+        404,
+        f"{request.method} {request.url.path} is not served by the gateway "
+        "(it serves /v1/chat/completions, /v1/completions, /v1/models, /health, "
+        "/metrics)",
+    )
+
+
+def create_app(settings: GatewaySettings, *, env: Mapping[str, str] | None = None) -> Starlette:
+    """The gateway as an ASGI app; upstreams are probed when it starts (lifespan).
+
+    >>> from ttftscope.config.schema import GatewaySettings
+    >>> create_app(GatewaySettings()).state.gateway.upstreams
+    []
+    """
+    gateway = Gateway(settings, environment() if env is None else env)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await gateway.start()
+        try:
+            yield
+        finally:
+            await gateway.close()
+
+    routes = [
+        Route("/v1/chat/completions", chat_completions, methods=["POST"]),
+        Route("/v1/completions", completions, methods=["POST"]),
+        Route("/v1/models", models, methods=["GET"]),
+        Route("/health", health, methods=["GET"]),
+        Route("/metrics", metrics, methods=["GET"]),
+        Route("/{path:path}", not_served, methods=["GET", "POST", "PUT", "DELETE", "PATCH"]),
+    ]
+    app = Starlette(routes=routes, lifespan=lifespan)
+    app.state.gateway = gateway
+    return app

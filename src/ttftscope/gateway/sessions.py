@@ -1,0 +1,192 @@
+"""Sessions without client cooperation: find the encoder whose prompt shares the most.
+
+Clients resend whole conversations and no session id. Each cached entry holds a rendered
+prompt and the :class:`~ttftscope.tokenization.incremental.IncrementalEncoder` that encoded
+it. A request takes the entry sharing the longest prefix with its own prompt:
+
+- the entry's prompt is a prefix of the new one (the agent appended a turn) and nobody else
+  uses it: encode in place, which re-encodes only the tail;
+- otherwise (another conversation with the same system prompt, an edited history, or the
+  same conversation in flight twice): fork the entry, so the other conversation keeps its
+  state, and encode the fork;
+- nothing shares a prefix: a fresh encoder, whose full encode runs on a worker thread so
+  it never stalls the event loop.
+
+Every path gives the ids of a full encode (the encoder is exact); a cache miss costs time,
+never a wrong id. The cache is bounded by bytes (least recently used entries go first) and
+safe under concurrent requests: an entry is used by one request at a time.
+
+>>> cache = SessionCache(load_tokenizer("o200k"), max_bytes=64 << 20)  # doctest: +SKIP
+>>> asyncio.run(cache.encode("<|im_start|>system ...")).ids[:3]  # doctest: +SKIP
+[200264, 17360, 198]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+from ttftscope.tokenization.incremental import EncodePath, IncrementalEncoder
+from ttftscope.tokenization.textscan import common_prefix_len
+
+# Prompts whose first characters differ share nothing worth a comparison; bucketing by them
+# keeps a lookup to the entries that can match. Chat templates start every prompt with the
+# same few tokens, so the key reaches into the system prompt.
+_KEY_CHARS = 256
+# A re-encode this large goes to a worker thread (a full 100K-token encode takes 0.2-0.5 s).
+_INLINE_CHARS = 64_000
+
+
+@dataclass
+class _Entry:
+    prompt: str
+    encoder: IncrementalEncoder
+    key: str
+    nbytes: int = 0
+    busy: bool = False
+
+
+@dataclass(frozen=True)
+class Encoded:
+    """The ids of one prompt and what producing them cost.
+
+    >>> Encoded([1, 2], reused_tokens=1, encoded_chars=3, path="append", seconds=0.001).ids
+    [1, 2]
+    """
+
+    ids: list[int]
+    reused_tokens: int
+    encoded_chars: int
+    path: EncodePath
+    seconds: float
+    widenings: int = 0
+    full_fallback: bool = False
+
+
+@dataclass
+class CacheStats:
+    """Counters for ``/metrics``: what the cache holds and how it behaved."""
+
+    entries: int = 0
+    nbytes: int = 0
+    evictions: int = 0
+    forks: int = 0
+    shadow_checks: int = 0
+    shadow_mismatches: int = 0
+
+
+class SessionCache:
+    """Incremental encoders of recent conversations, bounded by ``max_bytes``."""
+
+    def __init__(self, tok: Any, *, max_bytes: int, shadow_every: int = 0) -> None:
+        self.tok = tok
+        self.max_bytes = max_bytes
+        self.shadow_every = shadow_every or None
+        self.stats = CacheStats()
+        self._entries: OrderedDict[int, _Entry] = OrderedDict()
+        self._buckets: dict[str, set[int]] = {}
+        self._next = 0
+
+    @property
+    def entries(self) -> int:
+        """How many sessions are cached."""
+        return len(self._entries)
+
+    async def encode(self, prompt: str, pin: str | None = None) -> Encoded:
+        """Ids of ``prompt`` (equal to a full encode), reusing the best cached session.
+
+        ``pin`` (a client's session header) keeps conversations apart that share a prefix.
+        """
+        key = (pin or "") + "\0" + prompt[:_KEY_CHARS]
+        entry_id, entry = self._take(key, prompt)
+        stats = entry.encoder.stats
+        before = (
+            stats.widenings,
+            stats.full_fallbacks,
+            stats.shadow_checks,
+            stats.shadow_mismatches,
+        )
+        t0 = time.perf_counter()
+        try:
+            ids = await self._run(entry.encoder, entry.prompt, prompt)
+        except BaseException:
+            self._drop(entry_id)
+            raise
+        stats = entry.encoder.stats
+        entry.prompt = prompt
+        entry.busy = False
+        self._account(entry_id, entry)
+        # shadow results arrive with the encoder's next call: count what this call harvested
+        self.stats.shadow_checks += stats.shadow_checks - before[2]
+        self.stats.shadow_mismatches += stats.shadow_mismatches - before[3]
+        return Encoded(
+            ids,
+            reused_tokens=stats.last_reused_tokens,
+            encoded_chars=stats.last_reencoded_chars,
+            path=stats.path,
+            seconds=time.perf_counter() - t0,
+            widenings=stats.widenings - before[0],
+            full_fallback=stats.full_fallbacks > before[1],
+        )
+
+    def _take(self, key: str, prompt: str) -> tuple[int, _Entry]:
+        """The entry to encode with: an idle extendable one, a fork of the best, or new."""
+        best_id, best, shared = None, None, 0
+        for entry_id in self._buckets.get(key, ()):
+            entry = self._entries[entry_id]
+            n = common_prefix_len(entry.prompt, prompt)
+            if n > shared or (n == shared and best is not None and best.busy and not entry.busy):
+                best_id, best, shared = entry_id, entry, n
+        if best is not None and best_id is not None:
+            self._entries.move_to_end(best_id)
+            if not best.busy and shared == len(best.prompt):
+                best.busy = True
+                return best_id, best
+            self.stats.forks += 1
+            return self._add(_Entry(best.prompt, best.encoder.fork(), key, busy=True))
+        encoder = IncrementalEncoder(self.tok, shadow_every=self.shadow_every)
+        return self._add(_Entry("", encoder, key, busy=True))
+
+    def _add(self, entry: _Entry) -> tuple[int, _Entry]:
+        entry_id, self._next = self._next, self._next + 1
+        self._entries[entry_id] = entry
+        self._buckets.setdefault(entry.key, set()).add(entry_id)
+        return entry_id, entry
+
+    async def _run(self, encoder: IncrementalEncoder, old: str, new: str) -> list[int]:
+        shared = common_prefix_len(old, new) if old else 0
+        if len(new) - shared <= _INLINE_CHARS:
+            return encoder.encode(new)
+        return await asyncio.to_thread(encoder.encode, new)
+
+    def _account(self, entry_id: int, entry: _Entry) -> None:
+        entry.nbytes = entry.encoder.cached_bytes + sys.getsizeof(entry.prompt)
+        self.stats.nbytes = sum(e.nbytes for e in self._entries.values())
+        while self.stats.nbytes > self.max_bytes and len(self._entries) > 1:
+            # least recently used first; entries in use stay (their request is running)
+            victim = next((i for i, e in self._entries.items() if not e.busy), None)
+            if victim is None:
+                break
+            self._evict(victim)
+        self.stats.entries = len(self._entries)
+
+    def _evict(self, entry_id: int) -> None:
+        self.stats.nbytes -= self._drop(entry_id)
+        self.stats.evictions += 1
+
+    def _drop(self, entry_id: int) -> int:
+        """Forget one entry; its bytes."""
+        entry = self._entries.pop(entry_id, None)
+        if entry is None:
+            return 0
+        bucket = self._buckets.get(entry.key)
+        if bucket is not None:
+            bucket.discard(entry_id)
+            if not bucket:
+                del self._buckets[entry.key]
+        self.stats.entries = len(self._entries)
+        return entry.nbytes

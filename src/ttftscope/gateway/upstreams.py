@@ -1,0 +1,211 @@
+"""The servers behind the gateway: address, key, models, and how token ids reach them.
+
+Addresses and keys come only from the configuration (a key is read from the environment
+variable the configuration names), never from a request. At start-up each ``ids`` upstream
+is probed once to choose how ids travel:
+
+- ``chat-ids``: the chat request itself with ``kv_transfer_params.prompt_token_ids``. vLLM
+  0.32 then skips its template and tokenizer but keeps its tool-choice checks, parsers,
+  sampling defaults and chat output. The probe sends ids of one conversation with the
+  messages of another and accepts only if ``usage.prompt_tokens`` counts the ids: a server
+  that ignores the field (or a KV connector that gives it other semantics) fails the probe.
+- ``completions``: ``prompt: [ids]`` on ``/v1/completions``, answers translated to chat.
+- neither works: the upstream is served as text, and the log and ``/metrics`` say why.
+
+>>> Upstream.headers_for("k")["Authorization"]
+'Bearer k'
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import aiohttp
+import orjson
+
+from ttftscope.config.schema import UpstreamSettings
+from ttftscope.gateway.sessions import SessionCache
+from ttftscope.tokenization.chat import ChatRenderer
+from ttftscope.tokenization.loader import Tokenizer, load_tokenizer
+
+log = logging.getLogger("ttftscope.gateway")
+IdsApi = Literal["chat-ids", "completions"]
+_MODELS_TTL_S = 60.0
+_PROBE_TEXT = "gateway probe " * 12
+
+
+@dataclass
+class Upstream:
+    """One configured server, with what the gateway learned about it."""
+
+    name: str
+    settings: UpstreamSettings
+    api_key: str | None = None
+    models: list[str] = field(default_factory=list)
+    max_model_len: dict[str, int] = field(default_factory=dict)
+    api: IdsApi | None = None  # None: served as text
+    api_reason: str = ""
+    tok: Tokenizer | None = None
+    renderer: ChatRenderer | None = None
+    cache: SessionCache | None = None
+    session: aiohttp.ClientSession | None = None
+    _models_at: float = 0.0
+
+    @staticmethod
+    def headers_for(api_key: str | None) -> dict[str, str]:
+        """Headers of every upstream request; the client's own credentials never pass."""
+        out = {"Content-Type": "application/json"}
+        if api_key:
+            out["Authorization"] = f"Bearer {api_key}"
+        return out
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return self.headers_for(self.api_key)
+
+    @property
+    def mode(self) -> Literal["ids", "text"]:
+        return "ids" if self.api is not None else "text"
+
+    def url(self, path: str) -> str:
+        """``base_url`` + ``path`` (``/chat/completions``, ``/models``, ...)."""
+        return self.settings.base_url.rstrip("/") + path
+
+    def root_url(self, path: str) -> str:
+        """The server root (``base_url`` without ``/v1``) + ``path`` (``/tokenize``)."""
+        base = self.settings.base_url.rstrip("/")
+        return (base[: -len("/v1")] if base.endswith("/v1") else base) + path
+
+    def timeout(self) -> aiohttp.ClientTimeout:
+        t = self.settings.timeout_seconds
+        return aiohttp.ClientTimeout(total=None, sock_connect=min(t, 30.0), sock_read=t)
+
+    async def start(self, *, cache_bytes: int, shadow_every: int, env: Mapping[str, str]) -> None:
+        """Open the connection pool, load the tokenizer, list models, choose the ids API."""
+        var = self.settings.api_key_env
+        self.api_key = env.get(var) if var else None
+        connector = aiohttp.TCPConnector(limit=256, ttl_dns_cache=300)
+        self.session = aiohttp.ClientSession(connector=connector, auto_decompress=False)
+        if self.settings.mode == "ids":
+            self._load_tokenizer(cache_bytes, shadow_every)
+        await self.refresh_models(force=True)
+        if self.settings.mode == "ids":
+            await self._choose_api()
+        log.info(
+            "upstream %s: %s, models %s, ids via %s %s",
+            self.name,
+            self.settings.base_url,
+            self.models,
+            self.api or "none (text)",
+            self.api_reason,
+        )
+
+    async def close(self) -> None:
+        if self.session is not None:
+            await self.session.close()
+
+    def _load_tokenizer(self, cache_bytes: int, shadow_every: int) -> None:
+        folder = self.settings.model_dir
+        if folder is None:
+            raise ValueError(
+                f"upstream {self.name!r} is in ids mode but has no model_dir: set "
+                f"gateway.upstreams.{self.name}.model_dir to the served model's folder "
+                '(tokenizer and chat template), or mode = "text"'
+            )
+        self.tok = load_tokenizer(Path(folder).expanduser())
+        self.renderer = ChatRenderer(self.tok)
+        self.cache = SessionCache(self.tok, max_bytes=cache_bytes, shadow_every=shadow_every)
+
+    async def refresh_models(self, *, force: bool = False) -> None:
+        """Re-read ``/v1/models`` (at most once a minute unless ``force``)."""
+        if self.settings.models:
+            self.models = list(self.settings.models)
+            return
+        if not force and time.monotonic() - self._models_at < _MODELS_TTL_S:
+            return
+        self._models_at = time.monotonic()
+        try:
+            data = await self.get_json("/models")
+        except (TimeoutError, aiohttp.ClientError, ValueError) as exc:
+            log.warning("upstream %s: GET /models failed (%s)", self.name, type(exc).__name__)
+            return
+        entries = data.get("data") if isinstance(data, dict) else None
+        cards = [m for m in entries or [] if isinstance(m, dict) and isinstance(m.get("id"), str)]
+        self.models = [m["id"] for m in cards]
+        self.max_model_len = {
+            m["id"]: m["max_model_len"] for m in cards if isinstance(m.get("max_model_len"), int)
+        }
+
+    async def get_json(self, path: str) -> Any:
+        assert self.session is not None
+        async with self.session.get(
+            self.url(path), headers=self.headers, timeout=self.timeout()
+        ) as resp:
+            resp.raise_for_status()
+            return orjson.loads(await resp.read())
+
+    async def post_json(self, url: str, body: Mapping[str, Any]) -> tuple[int, Any]:
+        """POST a small JSON body (probes, verification); status and parsed answer."""
+        assert self.session is not None
+        async with self.session.post(
+            url, data=orjson.dumps(body), headers=self.headers, timeout=self.timeout()
+        ) as resp:
+            raw = await resp.read()
+        try:
+            return resp.status, orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            return resp.status, None
+
+    async def _choose_api(self) -> None:
+        wanted = self.settings.api
+        if not self.models or self.tok is None or self.renderer is None:
+            self.api, self.api_reason = None, "(no models listed: served as text until restart)"
+            return
+        ids = self.tok.encode(_PROBE_TEXT)
+        for api in ("chat-ids", "completions") if wanted == "auto" else (wanted,):
+            ok, why = await self._probe(api, ids)
+            if ok:
+                self.api, self.api_reason = api, f"(probe: prompt_tokens {len(ids)} as sent)"
+                return
+            self.api_reason += f"[{api}: {why}] "
+        self.api = None
+
+    async def _probe(self, api: str, ids: list[int]) -> tuple[bool, str]:
+        model = self.models[0]
+        body: dict[str, Any] = {"model": model, "max_tokens": 1, "temperature": 0}
+        if api == "chat-ids":
+            body["messages"] = [{"role": "user", "content": "hi"}]
+            body["kv_transfer_params"] = {"prompt_token_ids": ids}
+            url = self.url("/chat/completions")
+        else:
+            body["prompt"] = ids
+            url = self.url("/completions")
+        try:
+            status, answer = await self.post_json(url, body)
+        except (TimeoutError, aiohttp.ClientError) as exc:
+            return False, type(exc).__name__
+        usage = answer.get("usage") if isinstance(answer, dict) else None
+        counted = usage.get("prompt_tokens") if isinstance(usage, dict) else None
+        if status == 200 and counted == len(ids):
+            return True, "ok"
+        return False, f"HTTP {status}, prompt_tokens {counted} for {len(ids)} ids"
+
+
+def upstreams_from(settings: Mapping[str, UpstreamSettings]) -> list[Upstream]:
+    """One :class:`Upstream` per configured table, in configuration order.
+
+    >>> [u.name for u in upstreams_from({"a": UpstreamSettings(base_url="http://h:1/v1")})]
+    ['a']
+    """
+    return [Upstream(name, s) for name, s in settings.items()]
+
+
+def environment() -> Mapping[str, str]:
+    """The process environment (where upstream keys live)."""
+    return os.environ

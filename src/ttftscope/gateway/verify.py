@@ -1,0 +1,95 @@
+"""Exactness against the real server: compare our ids with the upstream's own rendering.
+
+Every Nth ids request (``gateway.verify_every``) asks the upstream how it would have
+tokenized the same chat: ``/v1/chat/completions/render`` where the server offers it
+(vLLM with ``--enable-scale-out``), else ``/tokenize`` with ``messages`` and ``tools``. A
+difference is counted, logged with where the ids diverge, and that request goes upstream
+as text, so the client still gets the server's own answer.
+
+>>> first_difference([1, 2, 3], [1, 2, 4])
+2
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeGuard
+
+import aiohttp
+
+from ttftscope.gateway.metrics import GatewayMetrics
+from ttftscope.gateway.upstreams import Upstream
+
+log = logging.getLogger("ttftscope.gateway")
+_TOKENIZE_FIELDS = (
+    "model",
+    "messages",
+    "tools",
+    "add_generation_prompt",
+    "continue_final_message",
+    "chat_template_kwargs",
+    "documents",
+)
+
+
+def first_difference(a: Sequence[int], b: Sequence[int]) -> int:
+    """Index of the first id where two id lists differ (the shorter length if one is a prefix).
+
+    >>> first_difference([1, 2], [1, 2, 3])
+    2
+    """
+    n = min(len(a), len(b))
+    return next((i for i in range(n) if a[i] != b[i]), n)
+
+
+class Verifier:
+    """Decides which requests are checked and runs the check."""
+
+    def __init__(self, every: int, metrics: GatewayMetrics) -> None:
+        self.every, self.metrics, self._seen = every, metrics, 0
+
+    async def agrees(self, up: Upstream, body: Mapping[str, Any], ids: list[int]) -> bool:
+        """False only when the upstream's own ids for ``body`` differ from ``ids``."""
+        if self.every <= 0:
+            return True
+        self._seen += 1
+        if self._seen % self.every:
+            return True
+        theirs = await self._their_ids(up, body)
+        if theirs is None:
+            return True  # nothing to compare with: not a mismatch
+        self.metrics.verify_checks.labels(up.name).inc()
+        if theirs == ids:
+            return True
+        self.metrics.verify_mismatches.labels(up.name).inc()
+        at = first_difference(ids, theirs)
+        log.warning(
+            "upstream %s: ids differ from the server's at token %d of %d/%d "
+            "(ours %s, theirs %s); request sent as text",
+            up.name,
+            at,
+            len(ids),
+            len(theirs),
+            ids[at : at + 5],
+            theirs[at : at + 5],
+        )
+        return False
+
+    async def _their_ids(self, up: Upstream, body: Mapping[str, Any]) -> list[int] | None:
+        try:
+            status, answer = await up.post_json(up.url("/chat/completions/render"), dict(body))
+            if status == 200 and isinstance(answer, dict):
+                ids = answer.get("token_ids") or answer.get("prompt_token_ids")
+                if _ints(ids):
+                    return list(ids)
+            query = {k: body[k] for k in _TOKENIZE_FIELDS if k in body}
+            status, answer = await up.post_json(up.root_url("/tokenize"), query)
+        except (TimeoutError, aiohttp.ClientError):
+            return None
+        tokens = answer.get("tokens") if isinstance(answer, dict) else None
+        return list(tokens) if status == 200 and _ints(tokens) else None
+
+
+def _ints(value: object) -> TypeGuard[list[int]]:
+    return isinstance(value, list) and all(isinstance(v, int) for v in value)

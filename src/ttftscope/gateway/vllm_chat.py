@@ -1,0 +1,540 @@
+"""vLLM 0.32's chat-request preprocessing, reproduced: an OpenAI chat body in, template inputs out.
+
+vLLM rewrites a chat request before its template sees it. :func:`prepare_chat` does the same
+rewrites, so that ``ChatRenderer(tok, source).render(i.messages, tools=i.tools,
+**i.template_kwargs)`` gives the prompt text vLLM's ``/v1/chat/completions`` renders, and the
+gateway can send the ids in ``kv_transfer_params.prompt_token_ids`` (vLLM then skips its own
+template and tokenizer, so the ids must be exactly its own). Assumed server settings: no
+``--chat-template``, ``--default-chat-template-kwargs``, ``--chat-template-content-format``
+or ``--exclude-tools-when-tool-choice-none``.
+
+A request the stage cannot reproduce exactly raises :class:`PassThrough` and goes upstream as
+text; so does one vLLM would reject while rendering (with forwarded ids it would not render,
+and the client must still get vLLM's own 400). Rejections of vLLM's request validation need no
+care: they happen with forwarded ids too. Errors the template itself raises at render time are
+the caller's to catch (render, then pass through on a template error).
+
+Owns: the rules, never their execution; imports only ``tokenization`` and the standard library.
+
+>>> i = prepare_chat({"messages": [{"role": "user", "content": "hi"}]}, "{{ messages }}")
+>>> i.messages, i.tools, i.template_kwargs
+([{'role': 'user', 'content': 'hi'}], None, {'add_generation_prompt': True})
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Literal
+
+import jinja2.meta
+from jinja2 import nodes
+
+from ttftscope.errors import TokenizerError
+from ttftscope.tokenization.chat import compile_template
+
+PassReason = Literal[
+    "invalid_request",  # vLLM answers 400 (at render time, or certainly at validation)
+    "kv_transfer_params",  # the client sends its own; vLLM would use or ignore those
+    "echo",  # vLLM ignores forwarded ids with echo
+    "request_chat_template",  # a template in the request (400 unless the server trusts it)
+    "continue_final_message",  # the render is cut after the last message; not reproduced
+    "add_special_tokens",  # vLLM's tokenizer call would add special tokens
+    "truncate_prompt_tokens",  # forwarded ids skip vLLM's truncation
+    "return_prompt_text",  # forwarded ids have no prompt text to return
+    "non_text_content",  # media parts: vLLM ignores forwarded ids and renders itself
+    "unsupported_content",  # text-like parts not reproduced (refusal, thinking, strings, keys)
+    "unsupported_role",  # roles beyond system, developer, user, assistant, tool
+    "unsupported_message",  # message fields whose handling is not reproduced
+    "unsupported_tool",  # tool definitions whose validation or coercion is not reproduced
+    "unsupported_tool_call",  # assistant tool calls not of type function (400 at render)
+    "unsupported_value",  # a field vLLM would coerce (e.g. "true" for a boolean)
+    "template_kwargs",  # chat_template_kwargs that change the call itself (tools, tokenize, …)
+    "content_format",  # the template's content format cannot be told for certain
+    "template",  # the template does not compile or reads variables the renderer lacks
+]
+
+_ROLES = frozenset("system developer user assistant tool".split())
+_EFFORTS = frozenset("none minimal low medium high xhigh max".split())
+_TEXT_PART_KEYS = frozenset({"type", "text", "cache_control"})  # keys reproduced exactly
+_TEXTLIKE = frozenset("text input_text output_text refusal thinking tool_reference".split())
+_MEDIA_KEYS = frozenset(
+    "image_url input_image image_pil image_embeds audio_url input_audio audio_embeds video_url"
+    " video_embeds prompt_embeds".split()
+)
+_BILLING_HEADER = "x-anthropic-billing-header"
+# apply_chat_template's own parameters: consumed by the call, never template variables.
+_CONSUMED = frozenset(
+    "padding truncation max_length return_tensors return_dict tokenizer_kwargs"
+    " return_assistant_tokens_mask continue_final_message".split()
+)
+# Keys that change the call (tools, tokenize) or collide with its arguments (a TypeError → 400).
+_CLASHES = frozenset("tools tokenize messages conversation self model_config tokenizer".split())
+_WHOLE_FILTERS = frozenset("tojson dictsort items list string pprint".split())
+_SPECIAL_VARS = frozenset("pad_token unk_token sep_token cls_token mask_token".split())
+
+Format = Literal["string", "openai"]
+
+
+class PassThrough(Exception):
+    """The request must go upstream as text: ``reason`` (a metric label) and ``detail``.
+
+    >>> PassThrough("echo", "echo is set").reason
+    'echo'
+    """
+
+    def __init__(self, reason: PassReason, detail: str) -> None:
+        super().__init__(f"{reason}: {detail}")
+        self.reason: PassReason = reason
+        self.detail = detail
+
+
+@dataclass(frozen=True)
+class ChatInputs:
+    """What the chat template receives: ``render(messages, tools=tools, **template_kwargs)``."""
+
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]] | None
+    template_kwargs: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class _Template:
+    variables: frozenset[str]
+    content_format: Format | None  # None: cannot be told for certain
+    supports_developer: bool
+    reads_thinking: bool
+    problem: str = ""  # why the renderer cannot reproduce it ("" when it can)
+
+
+def prepare_chat(body: Mapping[str, Any], template_source: str) -> ChatInputs:
+    """The template inputs vLLM 0.32's chat endpoint derives from ``body``; or PassThrough.
+
+    The body is not changed; the result may share leaf values (strings, schemas) with it.
+
+    >>> prepare_chat({"messages": []}, "x")
+    Traceback (most recent call last):
+    ...
+    ttftscope.gateway.vllm_chat.PassThrough: invalid_request: messages must be a non-empty list
+    """
+    if not isinstance(body, Mapping):
+        raise PassThrough("invalid_request", "the body is not a JSON object")
+    info = _template_info(template_source)
+    if info.problem:
+        raise PassThrough("template", info.problem)
+    _check_request(body)
+    tools = _tools(body)
+    _check_tool_choice(body, tools)
+    kwargs = _template_kwargs(body, info)
+    raw = body.get("messages")
+    if not isinstance(raw, list) or not raw:
+        raise PassThrough("invalid_request", "messages must be a non-empty list")
+    if info.content_format is None:
+        raise PassThrough("content_format", "the template's content format is uncertain")
+    messages = [_message(m, info) for m in raw]
+    return ChatInputs(_developer_to_system(messages, info), tools, kwargs)
+
+
+def _check_request(body: Mapping[str, Any]) -> None:
+    """Request fields that make forwarded ids wrong or ignored."""
+    flags: tuple[tuple[str, tuple[Any, ...], PassReason], ...] = (
+        ("kv_transfer_params", (None,), "kv_transfer_params"),
+        ("echo", (False,), "echo"),
+        ("chat_template", (None,), "request_chat_template"),
+        ("continue_final_message", (False,), "continue_final_message"),
+        ("add_special_tokens", (False,), "add_special_tokens"),
+        ("truncate_prompt_tokens", (None,), "truncate_prompt_tokens"),
+        ("return_prompt_text", (None, False), "return_prompt_text"),
+    )
+    for key, neutral, reason in flags:
+        # ``is``: a lax value such as "false" or 0 is not reproduced, so it passes through too.
+        if key in body and not any(body[key] is v for v in neutral):
+            raise PassThrough(reason, f"{key}={body[key]!r}")
+    if not isinstance(body.get("add_generation_prompt", True), bool):
+        raise PassThrough("unsupported_value", "add_generation_prompt is not a boolean")
+
+
+def _tools(body: Mapping[str, Any]) -> list[dict[str, Any]] | None:
+    """Tools as vLLM's request model dumps them: fixed key order, nulls, unknown keys dropped.
+
+    >>> _tools({"tools": [{"function": {"name": "f", "junk": 1}}]})
+    [{'type': 'function', 'function': {'name': 'f', 'description': None, 'parameters': None}}]
+    """
+    raw = body.get("tools")
+    if raw is None:
+        return None
+    if not isinstance(raw, list) or not raw:
+        raise PassThrough("invalid_request", "tools must be a non-empty list")
+    return [_tool(t) for t in raw]
+
+
+def _tool(tool: Any) -> dict[str, Any]:
+    fn = tool.get("function") if isinstance(tool, dict) else None
+    if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
+        raise PassThrough("invalid_request", "a tool has no function name")
+    if tool.get("type", "function") != "function":
+        raise PassThrough("unsupported_tool", f"tool type {tool.get('type')!r}")
+    kinds = {"description": str, "parameters": dict, "strict": bool, "defer_loading": bool}
+    values = [(fn.get(k), kind) for k, kind in kinds.items()]
+    if any(v is not None and not isinstance(v, kind) for v, kind in values) or not isinstance(
+        tool.get("defer_loading", False), bool | None
+    ):
+        raise PassThrough("unsupported_tool", f"tool {fn['name']!r} has a field vLLM coerces")
+    out_fn = {k: fn.get(k) for k in ("name", "description", "parameters")}
+    if fn.get("strict") is not None:
+        out_fn["strict"] = fn["strict"]
+    # A tool-level defer_loading is copied into the function when the function has none.
+    defer = fn.get("defer_loading")
+    defer = tool.get("defer_loading") if defer is None else defer
+    if defer is not None:
+        out_fn["defer_loading"] = defer
+    out: dict[str, Any] = {"type": "function", "function": out_fn}
+    if tool.get("defer_loading") is not None:
+        out["defer_loading"] = tool["defer_loading"]
+    return out
+
+
+def _check_tool_choice(body: Mapping[str, Any], tools: list[dict[str, Any]] | None) -> None:
+    """tool_choice never changes the render (tools are rendered even for "none"); only 400s.
+
+    Without tool_choice, vLLM sets "auto" when tools are given; "auto" needs the server's
+    tool parser, which vLLM checks with forwarded ids too.
+    """
+    choice = body.get("tool_choice")
+    if choice is None or choice == "none":
+        return
+    if tools is None:
+        raise PassThrough("invalid_request", "tool_choice without tools")
+    if choice in ("auto", "required"):
+        return
+    fn = choice.get("function") if isinstance(choice, dict) else None
+    name = fn.get("name") if isinstance(fn, dict) else None
+    if not any(name == t["function"]["name"] for t in tools):
+        raise PassThrough("invalid_request", f"tool_choice {choice!r} names no given tool")
+
+
+def _template_kwargs(body: Mapping[str, Any], info: _Template) -> dict[str, Any]:
+    """Template variables: request kwargs < top-level fields; unset values and unused keys go.
+
+    >>> info = _Template(frozenset({"enable_thinking"}), "string", False, False)
+    >>> _template_kwargs({"reasoning_effort": "none"}, info)
+    {'add_generation_prompt': True, 'enable_thinking': False}
+    """
+    user = body.get("chat_template_kwargs")
+    user = {} if user is None else user
+    effort = body.get("reasoning_effort")
+    if not isinstance(user, dict) or (effort is not None and effort not in _EFFORTS):
+        raise PassThrough("invalid_request", "chat_template_kwargs or reasoning_effort invalid")
+    if user.get("chat_template") is not None:
+        raise PassThrough("request_chat_template", "chat_template_kwargs.chat_template")
+    top = {
+        "add_generation_prompt": body.get("add_generation_prompt", True),
+        "documents": _documents(body.get("documents")),
+        "reasoning_effort": effort,
+    }
+    # Any effort turns thinking on or off, unless the request's kwargs name it (even as null).
+    if effort is not None and "enable_thinking" not in user:
+        top["enable_thinking"] = effort != "none"
+    merged = {**user, **_given(top)}
+    merged = _given(merged)  # vLLM merges twice; the second pass drops the user's unset values
+    clashes = sorted(_CLASHES & merged.keys())
+    if clashes or merged.get("return_assistant_tokens_mask"):
+        raise PassThrough("template_kwargs", f"chat_template_kwargs {clashes or 'mask'}")
+    docs = merged.get("documents")
+    if docs is not None and not (isinstance(docs, list) and all(isinstance(d, dict) for d in docs)):
+        raise PassThrough("invalid_request", "documents must be a list of objects")
+    keep = info.variables - _CONSUMED | {"add_generation_prompt", "documents"}
+    return {k: v for k, v in merged.items() if k in keep}
+
+
+def _given(kwargs: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in kwargs.items() if not (v is None or v == "auto")}
+
+
+def _documents(raw: Any) -> list[dict[str, str]] | None:
+    if raw is None:
+        return None
+    if isinstance(raw, list) and all(
+        isinstance(d, dict) and all(isinstance(v, str) for v in d.values()) for d in raw
+    ):
+        return raw
+    raise PassThrough("invalid_request", "documents must be a list of string maps")
+
+
+def _message(raw: Any, info: _Template) -> dict[str, Any]:
+    """One message as vLLM's parser rebuilds it: known fields, in a fixed order.
+
+    >>> i = _Template(frozenset(), "string", False, False)
+    >>> _message({"role": "assistant", "content": None, "reasoning_content": "r", "x": 1}, i)
+    {'role': 'assistant', 'content': '', 'reasoning': 'r', 'reasoning_content': 'r'}
+    """
+    role = raw.get("role") if isinstance(raw, dict) else None
+    if not isinstance(role, str):
+        raise PassThrough("invalid_request", "a message has no role")
+    if role not in _ROLES:
+        raise PassThrough("unsupported_role", f"role {role!r}")
+    out: dict[str, Any] = {"role": role, "content": _content(role, raw, info)}
+    if role == "assistant":
+        calls = raw.get("tool_calls")
+        if calls is not None and not isinstance(calls, list):
+            raise PassThrough("invalid_request", "tool_calls is not a list")
+        if calls:  # an empty list is dropped, so templates take the plain assistant path
+            out["tool_calls"] = [_tool_call(c) for c in calls]
+        reasoning = _reasoning(raw)
+        if reasoning is not None:
+            out["reasoning"] = out["reasoning_content"] = reasoning
+            if info.reads_thinking:  # ChatRenderer also exposes it as "thinking"; vLLM not
+                raise PassThrough("template", "the template reads message.thinking")
+    elif role == "tool" and "tool_call_id" in raw:
+        if not (raw["tool_call_id"] is None or isinstance(raw["tool_call_id"], str)):
+            raise PassThrough("invalid_request", "tool_call_id is not a string")
+        out["tool_call_id"] = raw["tool_call_id"]
+    if isinstance(raw.get("name"), str):
+        out["name"] = raw["name"]
+    elif "name" in raw and role != "tool":  # a tool message's odd name is just dropped
+        raise PassThrough("invalid_request", "name is not a string")
+    if isinstance(raw.get("task"), str):
+        out["task"] = raw["task"]
+    if role == "developer":
+        if raw.get("tools") is not None and info.supports_developer:
+            raise PassThrough("unsupported_message", "developer tools reach the template")
+        out["tools"] = None
+    return out
+
+
+def _reasoning(raw: Mapping[str, Any]) -> str | None:
+    # reasoning_content is the old name of reasoning; reasoning wins when both are given.
+    value = raw.get("reasoning")
+    value = raw.get("reasoning_content") if value is None else value
+    if value is not None and not isinstance(value, str):
+        raise PassThrough("unsupported_message", "reasoning is not a string")
+    return value
+
+
+def _content(role: str, raw: Mapping[str, Any], info: _Template) -> str | list[dict[str, Any]]:
+    """Text parts joined by newlines ("string" format) or as text parts ("openai" format)."""
+    content = raw.get("content")
+    if content is None and "content" in raw and role != "assistant":
+        raise PassThrough("invalid_request", f"a {role} message has null content")
+    if content is None:
+        parts: list[tuple[str, dict[str, Any]]] = []
+    elif isinstance(content, str):
+        parts = [(content, {})]
+    elif isinstance(content, list):
+        parts = [_text_part(p) for p in content]
+    else:
+        raise PassThrough("invalid_request", "content is neither text nor a list of parts")
+    if role == "system":
+        parts = list(_strip_billing_header(parts))
+    if info.content_format == "string":  # empty texts are skipped in this format only
+        return "\n".join(text for text, _ in parts if text)
+    if role == "tool":
+        return "\n".join(text for text, _ in parts)
+    return [{"type": "text", "text": text, **extras} for text, extras in parts]
+
+
+def _text_part(part: Any) -> tuple[str, dict[str, Any]]:
+    """A content part's text and the extra keys an "openai"-format template also sees."""
+    if not isinstance(part, dict):
+        raise PassThrough("unsupported_content", "a content part is not an object")
+    kind = part.get("type", "text")  # vLLM counts a part without a type as text…
+    if _MEDIA_KEYS & part.keys() or not isinstance(kind, str) or kind not in _TEXTLIKE:
+        raise PassThrough("non_text_content", f"content part of type {kind!r}")
+    # …but its request model then rejects it while rendering; only exact text parts are kept.
+    plain = part.get("type") == "text" and isinstance(part.get("text"), str)
+    if not plain or part.keys() - _TEXT_PART_KEYS:
+        raise PassThrough("unsupported_content", f"content part keys {sorted(part)}")
+    return part["text"], {k: v for k, v in part.items() if k not in ("type", "text")}
+
+
+def _strip_billing_header(
+    parts: list[tuple[str, dict[str, Any]]],
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Claude Code's per-request attribution line leaves system text (it would break caching).
+
+    >>> list(_strip_billing_header([("x-anthropic-billing-header: c=1\\nBe brief.", {})]))
+    [('Be brief.', {})]
+    """
+    for text, extras in parts:
+        if not text.startswith(_BILLING_HEADER):
+            yield text, extras
+        elif rest := text.partition("\n")[2]:
+            yield rest, extras
+
+
+def _tool_call(call: Any) -> dict[str, Any]:
+    """A tool call in vLLM's order (id, function, type, extras), arguments parsed to a dict.
+
+    >>> _tool_call({"type": "function", "id": "1", "function": {"name": "f", "arguments": "7"}})
+    {'id': '1', 'function': {'arguments': {}, 'name': 'f'}, 'type': 'function'}
+    """
+    if not isinstance(call, dict):
+        raise PassThrough("invalid_request", "a tool call is not an object")
+    if "type" in call and call["type"] != "function":
+        raise PassThrough("unsupported_tool_call", f"tool call type {call['type']!r}")
+    fn = call.get("function")
+    fn = fn if isinstance(fn, dict) else {}
+    fields = (call.get("type"), call.get("id"), fn.get("name"), fn.get("arguments"))
+    if not all(isinstance(f, str) for f in fields):
+        raise PassThrough("invalid_request", "a tool call lacks id, type, name or arguments")
+    out_fn = {"arguments": _arguments(fn["arguments"]), "name": fn["name"]}
+    out_fn.update((k, v) for k, v in fn.items() if k not in out_fn)
+    out = {"id": call["id"], "function": out_fn, "type": "function"}
+    out.update((k, v) for k, v in call.items() if k not in out)
+    return out
+
+
+def _arguments(text: str) -> dict[str, Any]:
+    """Arguments as templates expect them: an object; "", invalid JSON and non-objects → {}.
+
+    >>> _arguments('{"a": 1}'), _arguments(""), _arguments("[1]"), _arguments("{bad")
+    ({'a': 1}, {}, {}, {})
+    """
+    if not text:
+        return {}
+    try:
+        parsed = json.loads(text)
+    except json.JSONDecodeError:
+        return {}
+    except RecursionError as exc:  # vLLM does not catch this one: its request fails
+        raise PassThrough("invalid_request", "tool call arguments nest too deep") from exc
+    return parsed if isinstance(parsed, dict) else {}
+
+
+def _developer_to_system(messages: list[dict[str, Any]], info: _Template) -> list[dict[str, Any]]:
+    """For templates that never name "developer": developer → system, systems merged at 0.
+
+    >>> i = _Template(frozenset(), "string", False, False)
+    >>> _developer_to_system([{"role": "user"}, {"role": "developer", "content": "d"}], i)
+    [{'role': 'system', 'content': 'd'}, {'role': 'user'}]
+    """
+    if info.supports_developer or all(m["role"] != "developer" for m in messages):
+        return messages
+    converted = [
+        {k: v for k, v in {**m, "role": "system"}.items() if k != "tools"}
+        if m["role"] == "developer"
+        else m
+        for m in messages
+    ]
+    if not any(i > 0 and m["role"] == "system" for i, m in enumerate(converted)):
+        return converted  # a single system message, already first: kept as it is
+    texts = [
+        c if isinstance(c := m["content"], str) else "\n".join(p["text"] for p in c)
+        for m in converted
+        if m["role"] == "system"
+    ]
+    merged = {"role": "system", "content": "\n\n".join(t for t in texts if t)}
+    return [merged, *(m for m in converted if m["role"] != "system")]
+
+
+@lru_cache(maxsize=32)
+def _template_info(source: str) -> _Template:
+    """What vLLM reads from a template's text and syntax tree (cached by source)."""
+    try:
+        tree = compile_template(source).environment.parse(source)
+    except TokenizerError as exc:
+        return _Template(frozenset(), None, False, False, problem=str(exc))
+    variables = frozenset(jinja2.meta.find_undeclared_variables(tree))
+    specials = sorted(variables & _SPECIAL_VARS)  # transformers passes these, ChatRenderer not
+    return _Template(
+        variables=variables,
+        content_format=_content_format(tree),
+        supports_developer="'developer'" in source or '"developer"' in source,
+        reads_thinking=_reads_thinking(tree),
+        problem=f"the template reads {specials}" if specials else "",
+    )
+
+
+def _reads_thinking(tree: nodes.Template) -> bool:
+    """Whether the template could see the "thinking" key ChatRenderer adds (vLLM has none).
+
+    By name, or by dumping or iterating a whole message (``message | tojson``). Passing a
+    whole message to a macro is not followed.
+    """
+    if "thinking" in (n.value for n in tree.find_all(nodes.Const)):
+        return True
+    if any(n.attr == "thinking" for n in tree.find_all(nodes.Getattr)):
+        return True
+    loops = tree.find_all(nodes.For)
+    names = {_name(f.target) for f in loops if _name(_unwrap(f.iter)) == "messages"}
+    names = names - {""} | {"messages"}
+    subjects: list[nodes.Node] = [
+        f.node for f in tree.find_all(nodes.Filter) if f.name in _WHOLE_FILTERS and f.node
+    ]
+    subjects += [o for out in tree.find_all(nodes.Output) for o in out.nodes]
+    subjects += [
+        c.node.node
+        for c in tree.find_all(nodes.Call)
+        if isinstance(c.node, nodes.Getattr) and c.node.attr in ("items", "keys", "values")
+    ]
+    return any(_is_message(n, names) for n in subjects)
+
+
+def _is_message(node: nodes.Node, names: set[str]) -> bool:
+    if isinstance(node, nodes.Getitem):  # messages[0]
+        return _name(node.node) == "messages"
+    if isinstance(node, nodes.Getattr):  # loop.previtem
+        return _name(node.node) == "loop" and node.attr in ("previtem", "nextitem")
+    return _name(node) in names
+
+
+def _content_format(tree: nodes.Template) -> Format | None:
+    """ "openai" if the template loops over message content, "string" if it cannot; else None.
+
+    vLLM guesses from loops over ``message.content``, over a ``content`` variable or over a
+    macro argument, and says "string" when its matcher meets a tuple target. Only the plain
+    forms are certain here; the rest is None (pass through).
+
+    >>> _content_format(jinja2.Environment().parse("{{ messages[0].content }}"))
+    'string'
+    >>> _content_format(jinja2.Environment().parse(
+    ...     "{% for m in messages %}{% for p in m.content %}{% endfor %}{% endfor %}"))
+    'openai'
+    """
+    loops = list(tree.find_all(nodes.For))
+    in_macros = {id(f) for m in tree.find_all(nodes.Macro) for f in m.find_all(nodes.For)}
+    message_vars = {_name(f.target) for f in loops if _name(_unwrap(f.iter)) == "messages"}
+    certain = maybe = False
+    targets: list[nodes.Node] = [
+        a.target for a in tree.find_all(nodes.Assign) if _name(_unwrap(a.node))
+    ]
+    for loop in loops:
+        it = _unwrap(loop.iter)
+        if _content_key(it):
+            hit = _name(getattr(it, "node", None)) in message_vars - {""}
+        elif _name(it) == "content" or (_name(it) and id(loop) in in_macros):
+            # vLLM matches a bare ``content`` only outside macros, and only unwrapped.
+            hit = loop.iter is it and _name(it) == "content" and id(loop) not in in_macros
+        else:
+            continue
+        certain, maybe = certain or hit, maybe or not hit
+        targets.append(loop.target)
+    targets += [f.target for f in loops if _name(_unwrap(f.iter))]
+    if maybe or (certain and not all(_name(t) for t in targets)):
+        return None
+    return "openai" if certain else "string"
+
+
+def _unwrap(node: nodes.Node) -> nodes.Node:
+    """Strip filters, tests and slices (``messages[1:] | reverse``), as vLLM's matcher does."""
+    while isinstance(node, nodes.Filter | nodes.Test | nodes.Getitem):
+        inner = node.node
+        if inner is None or (
+            isinstance(node, nodes.Getitem) and not isinstance(node.arg, nodes.Slice)
+        ):
+            break
+        node = inner
+    return node
+
+
+def _name(node: object) -> str:
+    return node.name if isinstance(node, nodes.Name) else ""
+
+
+def _content_key(node: nodes.Node) -> bool:
+    if isinstance(node, nodes.Getattr):
+        return node.attr == "content"
+    arg = node.arg if isinstance(node, nodes.Getitem) else None
+    return isinstance(arg, nodes.Const) and arg.value == "content"

@@ -1,0 +1,232 @@
+"""The token-id gateway in front of the real local vLLM: SDK, exactness, routing, faults."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import openai
+import pytest
+
+from tests.faultserver import FaultServer
+from tests.gateway.gatewayserver import GatewayServer
+from ttftscope.config.schema import GatewaySettings, UpstreamSettings
+from ttftscope.localserver.install import vllm_home
+from ttftscope.localserver.model import model_dir
+from ttftscope.localserver.state import LocalServer
+from ttftscope.localserver.vllm_bench import vllm_bench_command
+from ttftscope.probe.workload import agent_turn
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def gateway(vllm: LocalServer) -> Iterator[GatewayServer]:
+    settings = GatewaySettings(
+        upstreams={"local": UpstreamSettings(base_url=vllm.base_url, model_dir=model_dir())},
+        verify_every=1,
+        shadow_every=1,
+        cache_mb=64,
+    )
+    with GatewayServer(settings) as gw:
+        yield gw
+
+
+def _metric(gw: GatewayServer, name: str) -> float:
+    text = httpx.get(f"http://127.0.0.1:{gw.port}/metrics").text
+    values = [float(m.group(1)) for m in re.finditer(rf"^{name}(?:{{[^}}]*}})? (\S+)$", text, re.M)]
+    return sum(values)
+
+
+def test_the_probe_chose_chat_ids(gateway: GatewayServer) -> None:
+    assert gateway.gateway.upstreams[0].api == "chat-ids"
+
+
+def test_openai_sdk_sync_and_async_streaming_and_not(
+    gateway: GatewayServer, vllm: LocalServer
+) -> None:
+    client = openai.OpenAI(base_url=gateway.base_url, api_key="unused")
+    messages: list[Any] = [{"role": "user", "content": "Say something."}]
+    full = client.chat.completions.create(model=vllm.model, messages=messages, max_tokens=5)
+    assert isinstance(full, openai.types.chat.ChatCompletion) and full.usage is not None
+    chunks = list(
+        client.chat.completions.create(
+            model=vllm.model,
+            messages=messages,
+            max_tokens=5,
+            stream=True,
+            stream_options={"include_usage": True},
+        )
+    )
+    assert all(isinstance(c, openai.types.chat.ChatCompletionChunk) for c in chunks)
+    assert chunks[-1].usage is not None
+    assert chunks[-1].usage.prompt_tokens == full.usage.prompt_tokens
+
+    async def run_async() -> int:
+        aclient = openai.AsyncOpenAI(base_url=gateway.base_url, api_key="unused")
+        answer = await aclient.chat.completions.create(
+            model=vllm.model, messages=messages, max_tokens=3
+        )
+        stream = await aclient.chat.completions.create(
+            model=vllm.model, messages=messages, max_tokens=3, stream=True
+        )
+        n = len([c async for c in stream])
+        await aclient.close()
+        assert answer.choices[0].message.role == "assistant"
+        return n
+
+    assert asyncio.run(run_async()) >= 2
+    models = client.models.list()
+    assert vllm.model in [m.id for m in models.data]
+
+
+def test_multi_turn_matches_vllm_chat_and_its_own_tokenizer(
+    gateway: GatewayServer, vllm: LocalServer
+) -> None:
+    direct = openai.OpenAI(base_url=vllm.base_url, api_key="unused")
+    via = openai.OpenAI(base_url=gateway.base_url, api_key="unused")
+    checks = _metric(gateway, "ttftscope_gateway_verify_checks_total")
+    messages: list[Any] = [{"role": "system", "content": "You write code. " * 50}]
+    for turn in range(4):
+        messages.append({"role": "user", "content": agent_turn(turn, seed=3, chars=600)})
+        a = direct.chat.completions.create(
+            model=vllm.model, messages=messages, max_tokens=8, temperature=0
+        )
+        b = via.chat.completions.create(
+            model=vllm.model, messages=messages, max_tokens=8, temperature=0
+        )
+        assert b.choices[0].message.content == a.choices[0].message.content
+        assert a.usage is not None and b.usage is not None
+        assert b.usage.prompt_tokens == a.usage.prompt_tokens
+        messages.append({"role": "assistant", "content": a.choices[0].message.content or ""})
+    # verify_every=1: every turn's ids were compared with vLLM's own tokenization
+    assert _metric(gateway, "ttftscope_gateway_verify_checks_total") - checks == 4
+    assert _metric(gateway, "ttftscope_gateway_verify_mismatches_total") == 0
+    assert _metric(gateway, "ttftscope_gateway_shadow_mismatches_total") == 0
+    assert _metric(gateway, "ttftscope_gateway_tokens_reused_total") > 0
+
+
+def test_two_upstreams_route_by_model(vllm: LocalServer) -> None:
+    with FaultServer() as other:
+        settings = GatewaySettings(
+            upstreams={
+                "local": UpstreamSettings(base_url=vllm.base_url, model_dir=model_dir()),
+                "other": UpstreamSettings(base_url=other.base_url("normal"), mode="text"),
+            }
+        )
+        with GatewayServer(settings) as gw:
+            listed = {
+                m["id"]: m["owned_by"] for m in httpx.get(gw.base_url + "/models").json()["data"]
+            }
+            assert listed[vllm.model] == "local" and listed["tiny-llama"] == "other"
+            for model in (vllm.model, "tiny-llama"):
+                body = {
+                    "model": model,
+                    "messages": [{"role": "user", "content": "hi"}],
+                    "max_tokens": 2,
+                }
+                resp = httpx.post(gw.base_url + "/chat/completions", json=body, timeout=60)
+                assert resp.status_code == 200 and resp.json()["model"] == model
+            assert other.last_request.json()["model"] == "tiny-llama"
+
+
+def test_a_client_that_disconnects_cancels_the_upstream_request(
+    gateway: GatewayServer, vllm: LocalServer
+) -> None:
+    body = {
+        "model": vllm.model,
+        "messages": [{"role": "user", "content": "go on"}],
+        "max_tokens": 4000,
+        "ignore_eos": True,
+        "stream": True,
+    }
+    with httpx.stream("POST", gateway.base_url + "/chat/completions", json=body, timeout=60) as r:
+        for _ in r.iter_raw():
+            break  # the first bytes arrived: generation runs; hang up
+    deadline = time.monotonic() + 30
+    running = 1.0
+    while time.monotonic() < deadline:
+        metrics = httpx.get(vllm.root_url + "/metrics").text
+        running = sum(
+            float(m)
+            for m in re.findall(r"^vllm:num_requests_running\{[^}]*\} (\S+)$", metrics, re.M)
+        )
+        if running == 0:
+            break
+        time.sleep(0.2)
+    assert running == 0  # 4,000 tokens would take far longer than this wait
+
+
+def test_64_concurrent_streaming_conversations(gateway: GatewayServer, vllm: LocalServer) -> None:
+    async def conversation(i: int, client: openai.AsyncOpenAI) -> int:
+        messages: list[Any] = [{"role": "system", "content": f"Agent {i}. " + "context " * 100}]
+        done = 0
+        for turn in range(2):
+            messages.append({"role": "user", "content": agent_turn(turn, seed=i, chars=300)})
+            stream = await client.chat.completions.create(
+                model=vllm.model, messages=messages, max_tokens=2, stream=True
+            )
+            text = "".join([c.choices[0].delta.content or "" async for c in stream if c.choices])
+            messages.append({"role": "assistant", "content": text})
+            done += 1
+        return done
+
+    async def run() -> list[int]:
+        client = openai.AsyncOpenAI(base_url=gateway.base_url, api_key="unused", timeout=300)
+        try:
+            return await asyncio.gather(*(conversation(i, client) for i in range(64)))
+        finally:
+            await client.close()
+
+    assert asyncio.run(run()) == [2] * 64  # every turn of every conversation completed
+    assert _metric(gateway, "ttftscope_gateway_session_cache_bytes") <= 64 << 20
+    assert _metric(gateway, "ttftscope_gateway_requests_total") > 0
+
+
+def test_vllm_bench_serve_runs_against_the_gateway(
+    gateway: GatewayServer, vllm: LocalServer, tmp_path: Path
+) -> None:
+    args = [
+        "--backend",
+        "openai-chat",
+        "--base-url",
+        f"http://127.0.0.1:{gateway.port}",
+        "--endpoint",
+        "/v1/chat/completions",
+        "--model",
+        vllm.model,
+        "--tokenizer",
+        str(model_dir()),
+        "--dataset-name",
+        "random",
+        "--random-input-len",
+        "256",
+        "--random-output-len",
+        "4",
+        "--num-prompts",
+        "12",
+        "--max-concurrency",
+        "2",
+        "--seed",
+        "1",
+    ]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    proc = subprocess.run(
+        vllm_bench_command(vllm_home() / "venv", args),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert re.search(r"Successful requests:\s+12\b", proc.stdout), proc.stdout[-2000:]
+    assert re.search(r"Failed requests:\s+0\b", proc.stdout) or "Failed" not in proc.stdout

@@ -1,0 +1,74 @@
+"""The session cache: exact ids on every path, no stolen state, bounded by bytes."""
+
+from __future__ import annotations
+
+import asyncio
+
+from ttftscope.gateway.sessions import SessionCache
+from ttftscope.probe.workload import agent_turn, build_context
+from ttftscope.tokenization.loader import Tokenizer
+
+SYSTEM = "<|im_start|>system\nYou are a coding agent.\n" + "shared tool definitions. " * 40
+
+
+def _conversation(tok: Tokenizer, seed: int, turns: int) -> list[str]:
+    """Prompts of one conversation as an agent sends them: each resends all and appends."""
+    ctx = build_context(2000, lambda s: len(tok.encode(s)), seed=seed)
+    prompts, text = [], SYSTEM + ctx
+    for i in range(turns):
+        text += f"<|im_start|>user\n{agent_turn(i, seed=seed)}<|im_end|>\n"
+        prompts.append(text + "<|im_start|>assistant\n")
+        text += "<|im_start|>assistant\nDone.<|im_end|>\n"
+    return prompts
+
+
+def test_appends_reuse_the_session_and_ids_stay_exact(qwen2: Tokenizer) -> None:
+    cache = SessionCache(qwen2, max_bytes=64 << 20)
+    for i, prompt in enumerate(_conversation(qwen2, 1, 4)):
+        got = asyncio.run(cache.encode(prompt))
+        assert got.ids == qwen2.encode(prompt)
+        if i:
+            assert got.reused_tokens > 0.8 * len(got.ids) and got.encoded_chars < 3000
+    assert cache.entries == 1 and cache.stats.forks == 0
+
+
+def test_conversations_sharing_a_system_prompt_keep_their_own_state(qwen2: Tokenizer) -> None:
+    cache = SessionCache(qwen2, max_bytes=64 << 20)
+    a, b = _conversation(qwen2, 1, 3), _conversation(qwen2, 2, 3)
+    for pa, pb in zip(a, b, strict=True):  # interleaved, as two agents on one gateway
+        for prompt in (pa, pb):
+            got = asyncio.run(cache.encode(prompt))
+            assert got.ids == qwen2.encode(prompt)
+    # after the first turn each conversation extends its own entry: appends, not re-encodes
+    again = asyncio.run(cache.encode(a[-1] + "Sure.<|im_end|>\n"))
+    assert again.path.startswith("append") and again.encoded_chars < 200
+    assert cache.entries == 2
+
+
+def test_concurrent_requests_of_one_conversation_fork_and_stay_exact(qwen2: Tokenizer) -> None:
+    cache = SessionCache(qwen2, max_bytes=64 << 20)
+    first, second = _conversation(qwen2, 3, 2)
+    asyncio.run(cache.encode(first))
+
+    async def both() -> list[list[int]]:
+        results = await asyncio.gather(cache.encode(second), cache.encode(second + "x"))
+        return [r.ids for r in results]
+
+    assert asyncio.run(both()) == [qwen2.encode(second), qwen2.encode(second + "x")]
+
+
+def test_the_cache_stays_within_its_byte_bound(qwen2: Tokenizer) -> None:
+    cache = SessionCache(qwen2, max_bytes=200_000)
+    for seed in range(8):
+        for prompt in _conversation(qwen2, 10 + seed, 1):
+            assert asyncio.run(cache.encode(prompt)).ids == qwen2.encode(prompt)
+    assert cache.stats.nbytes <= 200_000
+    assert cache.stats.evictions > 0 and cache.entries < 8
+
+
+def test_a_pinned_session_is_kept_apart(qwen2: Tokenizer) -> None:
+    cache = SessionCache(qwen2, max_bytes=64 << 20)
+    prompt = _conversation(qwen2, 4, 1)[0]
+    asyncio.run(cache.encode(prompt, pin="agent-a"))
+    other = asyncio.run(cache.encode(prompt, pin="agent-b"))
+    assert other.path == "full" and cache.entries == 2
