@@ -169,9 +169,8 @@ def execute_probe(
     else:
         print_probe_summary(summary, make_console(), wide=args.wide)
         if writer is not None:
-            click.echo(
-                f"records: {writer.path} (summary: {writer.path.with_suffix('.summary.json')})"
-            )
+            click.echo(f"records: {writer.path}")
+            click.echo(f"summary: {writer.path.with_suffix('.summary.json')}")
     _fail_if_nothing_measured(run.records)
     return summary
 
@@ -311,11 +310,11 @@ def _local_gateway(state: CliState, upstream: str) -> Iterator[str]:
 
 NEXT_STEPS = """\
 Next, with the CLI on your PATH (source .venv/bin/activate):
-  ttftscope local-server start      # keep a local vLLM running on 127.0.0.1:8000
-  ttftscope ping                    # finds the running local server by itself
+  ttftscope local-server start   # a local vLLM that stays up, on :8000
+  ttftscope ping                 # finds the running local server by itself
   ttftscope probe --context-tokens 0,8000 --repeat 3 --ab ids
-  ttftscope gateway                 # chat in, token ids to vLLM, on 127.0.0.1:8100
-  ttftscope config show             # every setting and where it came from
+  ttftscope gateway              # chat in, token ids to vLLM, on :8100
+  ttftscope config show          # every setting and where it came from
   ttftscope local-server stop"""
 
 

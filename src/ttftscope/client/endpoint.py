@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import httpx
 
 from ttftscope.client.http_json import call_json
-from ttftscope.client.ping import list_model_cards, list_models
+from ttftscope.client.ping import ModelCard, list_model_cards
 from ttftscope.config.schema import Settings, root_url, same_origin
 from ttftscope.errors import BadResponse, ModelNotFound
 
@@ -101,9 +101,9 @@ class Endpoint:
             )
         return [int(t) for t in tokens]
 
-    async def list_models(self, client: httpx.AsyncClient) -> list[str]:
-        """The models the server lists at ``/v1/models``, in its order."""
-        return await list_models(
+    async def model_cards(self, client: httpx.AsyncClient) -> list[ModelCard]:
+        """The entries the server lists at ``/v1/models``, in its order."""
+        return await list_model_cards(
             base_url=self.base_url,
             api_key=self.api_key,
             timeout_s=self.timeout_s,
@@ -112,16 +112,13 @@ class Endpoint:
             retries=self.max_retries,
         )
 
+    async def list_models(self, client: httpx.AsyncClient) -> list[str]:
+        """The model ids the server lists at ``/v1/models``, in its order."""
+        return [card.id for card in await self.model_cards(client)]
+
     async def max_model_len(self, client: httpx.AsyncClient) -> int | None:
         """The context length the server reports for :attr:`model` (None: not reported)."""
-        cards = await list_model_cards(
-            base_url=self.base_url,
-            api_key=self.api_key,
-            timeout_s=self.timeout_s,
-            headers=self.headers,
-            client=client,
-            retries=self.max_retries,
-        )
+        cards = await self.model_cards(client)
         return next((c.max_model_len for c in cards if c.id == self.model), None)
 
     async def discover_model(self, client: httpx.AsyncClient) -> str:

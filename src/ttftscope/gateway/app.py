@@ -127,6 +127,7 @@ class Gateway:
         return response
 
     def passthrough(self, up: Upstream, reason: str) -> str:
+        """Count a request sent upstream as text, by reason; its mode label."""
         self.metrics.passthrough.labels(up.name, reason).inc()
         return "text"
 
@@ -177,25 +178,28 @@ async def _chat(
     gw: Gateway, up: Upstream, raw: bytes, body: dict[str, Any], pin: str | None
 ) -> tuple[str, Response]:
     stream = body.get("stream") is True
-    if up.api is None or up.renderer is None or up.cache is None:
+
+    async def as_text(reason: str | None) -> tuple[str, Response]:
+        if reason is not None:
+            gw.passthrough(up, reason)
         return "text", await forward(
             up, "/chat/completions", raw, stream=stream, metrics=gw.metrics
         )
+
+    if up.api is None or up.renderer is None or up.cache is None:
+        return await as_text(None)
     try:
         inputs = prepare_chat(body, up.renderer.source)
         prompt = up.renderer.render(inputs.messages, tools=inputs.tools, **inputs.template_kwargs)
     except PassThrough as exc:
-        mode = gw.passthrough(up, exc.reason)
-        return mode, await forward(up, "/chat/completions", raw, stream=stream, metrics=gw.metrics)
+        return await as_text(exc.reason)
     except Exception as exc:  # a template that raises: vLLM answers it its own way
         log.info("upstream %s: render failed (%s); sent as text", up.name, type(exc).__name__)
-        mode = gw.passthrough(up, "render_error")
-        return mode, await forward(up, "/chat/completions", raw, stream=stream, metrics=gw.metrics)
+        return await as_text("render_error")
     enc = await up.cache.encode(prompt, pin)
     gw.account(up, enc)
     if not await gw.verifier.agrees(up, body, enc.ids):
-        mode = gw.passthrough(up, "verify_mismatch")
-        return mode, await forward(up, "/chat/completions", raw, stream=stream, metrics=gw.metrics)
+        return await as_text("verify_mismatch")
     if up.api == "chat-ids":
         data = orjson.dumps({**body, "kv_transfer_params": {"prompt_token_ids": enc.ids}})
         return "ids", await forward(
