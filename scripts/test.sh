@@ -9,5 +9,7 @@ layers=$(.venv/bin/lint-imports --no-cache 2>&1) || { echo "$layers"; exit 1; }
 echo "$layers" | tail -n 1
 echo "== local vLLM (install + tiny model; cached after the first run)"
 .venv/bin/ttftscope local-server install
+echo "== browser for the report test (Debian's chromium; playwright downloads nothing)"
+bash scripts/install_browser.sh
 echo "== pytest"
 exec .venv/bin/pytest -p no:cacheprovider "$@"

@@ -77,6 +77,20 @@ class ProbeRecord(BaseModel):
     contaminated: bool = False
     notes: list[str] = Field(default_factory=list)
     t_wall: float | None = None
+    # ttftscope bench only (None in probe records). ``index`` is then the request's place in
+    # the whole seeded workload (warmups negative), the same in every shard, so shards merge.
+    target: str | None = None  # "direct" or the NAME of --target NAME=URL
+    session: int | None = None
+    turn: int | None = None
+    shard: str | None = None  # "I/N" of --shard
+    attempt: int | None = None  # 1; 2.. when a 429 was retried after its Retry-After
+    queue_wait_ms: float | None = None  # waited on the client for a --max-concurrency slot
+    e2el_ms: float | None = None  # start of client work to the stream's last byte
+    tpot_ms: float | None = None  # (e2el - ttft) / (completion_tokens - 1)
+    itl_mean_ms: float | None = None  # mean gap between content chunks
+    itl_max_ms: float | None = None
+    content_chunks: int | None = None  # network chunks that carried content (gaps = n - 1)
+    cached_tokens: int | None = None  # usage.prompt_tokens_details.cached_tokens
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")

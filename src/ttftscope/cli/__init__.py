@@ -7,7 +7,7 @@ or group and is added here explicitly. Errors derived from
 the error's own exit code, never a traceback.
 
 >>> sorted(cli.commands)
-['config', 'demo', 'gateway', 'local-server', 'ping', 'probe']
+['config', 'demo', 'gateway', 'local-server', 'ping', 'probe', 'report']
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from ttftscope.cli.local import local_server
 from ttftscope.cli.options import CliState, config_options
 from ttftscope.cli.ping import ping
 from ttftscope.cli.probe import demo, probe
+from ttftscope.cli.report import report
 from ttftscope.config.redact import redact_text
 from ttftscope.errors import FailureKind, ServerUnreachable, TtftscopeError
 from ttftscope.localserver import process
@@ -45,6 +46,7 @@ cli.add_command(ping)
 cli.add_command(probe)
 cli.add_command(demo)
 cli.add_command(gateway)
+cli.add_command(report)
 
 
 def main(argv: list[str] | None = None) -> None:

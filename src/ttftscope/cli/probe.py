@@ -16,6 +16,7 @@ import click
 from ttftscope.cli.console import make_console
 from ttftscope.cli.options import CliState, cli_state, dumps, endpoint_options, run_async
 from ttftscope.cli.progress import RequestProgress
+from ttftscope.cli.report import report
 from ttftscope.client.endpoint import Endpoint
 from ttftscope.client.stream import StreamResult, raise_for_result
 from ttftscope.config.schema import (
@@ -233,7 +234,7 @@ def probe_options(func: F) -> F:
     return func
 
 
-def _run_probe_command(state: CliState, args: ProbeArgs) -> None:
+def _run_probe_command(state: CliState, args: ProbeArgs) -> dict[str, Any]:
     if args.max_tokens is not None:
         state.set_flag("model.max_tokens", args.max_tokens)
     opts = ProbeOptions(
@@ -251,7 +252,7 @@ def _run_probe_command(state: CliState, args: ProbeArgs) -> None:
             f"--metric-percentiles {args.metric_percentiles!r}: each must be between 0 and 100",
             hint="for example 50,90,99",
         )
-    execute_probe(state, opts, args, percentiles)
+    return execute_probe(state, opts, args, percentiles)
 
 
 @click.command()
@@ -362,13 +363,15 @@ def demo(
             # the served model's own tokenizer, so client-side tokenization is measured too
             state.set_flag("tokenizer.path", str(model_dir()))
         if no_gateway:
-            _run_probe_command(state, args)
+            summary = _run_probe_command(state, args)
         else:
             with _local_gateway(state, server.base_url) as url:
-                _run_probe_command(state, dataclasses.replace(args, gateway_url=url))
+                summary = _run_probe_command(state, dataclasses.replace(args, gateway_url=url))
     finally:
         if started.launched and not keep_server:
             process.stop(only_pid=server.pid)
             state.err.print("local vLLM stopped")
+    if not as_json and "records_path" in summary:
+        ctx.invoke(report, result_dirs=(Path(summary["records_path"]),), out=None)
     if not as_json:
         click.echo(NEXT_STEPS)

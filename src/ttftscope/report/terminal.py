@@ -1,4 +1,5 @@
-"""Rich tables for the terminal: a breakdown that fits 80 columns, every column with ``wide``.
+"""Rich output for the terminal: a breakdown that fits 80 columns (every column with ``wide``)
+and the report's verdict.
 
 Medians are taken part by part over warm requests, so they need not add up to the TTFT
 median; the table says so in a footnote rather than pretending otherwise.
@@ -13,6 +14,9 @@ from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
+
+from ttftscope.report.verdict import Level, Verdict
 
 # (header, summary key) of the columns every table shows, then those only the wide one adds.
 _NARROW: tuple[tuple[str, str], ...] = (
@@ -145,3 +149,51 @@ def print_probe_summary(
         )
     for note in summary.get("notes", []):
         console.print(f"[dim]note:[/dim] {escape(note)}", highlight=False)
+
+
+_LEVELS: dict[Level, tuple[str, str]] = {
+    "ok": ("ok", "green"),
+    "info": ("note", "dim"),
+    "act": ("act", "bold yellow"),
+    "warn": ("warning", "bold red"),
+}
+
+
+def print_verdict(verdict: Verdict, console: Console | None = None) -> None:
+    """Print the verdict, most urgent first: one wrapped line per finding.
+
+    On a terminal the lines wrap under their text (80 columns are enough); into a pipe each
+    finding is one plain line.
+
+    >>> import io; from ttftscope.report.verdict import Finding
+    >>> out = io.StringIO(); c = Console(file=out, width=80, force_terminal=True,
+    ...                                  color_system=None)
+    >>> print_verdict(Verdict((Finding("act", "chat", "queue is 40%: add a replica"),)), c)
+    >>> print(out.getvalue().strip())
+    Verdict: act on this
+    act chat: queue is 40%: add a replica
+    """
+    console = console or Console()
+    if not verdict.findings:
+        console.print("Verdict: no successful request to judge")
+        return
+    if verdict.healthy:
+        head = "[green]Verdict: healthy[/green], nothing large to remove from TTFT"
+    elif any(f.level == "warn" for f in verdict.findings):
+        head = "[bold red]Verdict: check the warnings[/bold red] before acting on the numbers"
+    else:
+        head = "[bold]Verdict: act on this[/bold]"
+    console.print(head, highlight=False)
+    if not console.is_terminal:  # a pipe gets one plain line per finding, no padding
+        for f in verdict.findings:
+            subject = f"{f.subject}: " if f.subject else ""
+            console.print(Text(f"{_LEVELS[f.level][0]} {subject}{f.text}"), soft_wrap=True)
+        return
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(no_wrap=True)
+    grid.add_column(overflow="fold")
+    for f in verdict.findings:
+        label, style = _LEVELS[f.level]
+        subject = f"{f.subject}: " if f.subject else ""
+        grid.add_row(Text(label, style=style), Text(subject + f.text))
+    console.print(grid)

@@ -1,0 +1,194 @@
+"""One self-contained HTML file: the verdict, a table of the runs, the plots, the notes.
+
+plotly's library is inlined once in the head and every figure only calls it, so the file
+works from a laptop's disk with no network: no CDN, no web fonts (system fonts only), no
+images to fetch. Every text from a result directory is escaped.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+# plotly ships no type information
+import plotly.offline  # type: ignore[import-untyped, unused-ignore]
+
+from ttftscope.errors import ConfigError
+from ttftscope.records import ProbeRecord
+from ttftscope.report.figures import Plot, report_plots
+from ttftscope.report.parts import Buckets, hit_rate, split_series
+from ttftscope.report.results import Run
+from ttftscope.report.verdict import Finding, Verdict, ms
+from ttftscope.stats import percentile
+
+_CONFIG = {"displaylogo": False, "responsive": True}
+_BADGE = {"ok": "ok", "info": "note", "act": "act", "warn": "warning"}
+_CODE = re.compile(r"`([^`]+)`")
+_CSS = """
+body { font-family: system-ui, -apple-system, 'Segoe UI', Roboto, 'DejaVu Sans', sans-serif;
+  margin: 0 auto; max-width: 1200px; padding: 24px; color: #1f2328; background: #fff; }
+h1 { font-size: 26px; margin: 0 0 4px; } h2 { font-size: 18px; margin: 0 0 6px; }
+.sub { color: #59636e; font-size: 13px; margin-bottom: 18px; }
+.verdict { border-radius: 8px; padding: 14px 18px; margin-bottom: 20px; border: 1px solid; }
+.verdict.healthy { background: #eef9f0; border-color: #8fd19e; }
+.verdict.act { background: #fff8e6; border-color: #f0c36d; }
+.verdict.warn { background: #fdeeee; border-color: #e5989b; }
+.headline { font-size: 17px; margin: 0 0 10px; line-height: 1.45; }
+.findings { margin: 0; padding-left: 0; list-style: none; }
+.findings li { margin: 4px 0; line-height: 1.45; }
+.badge { display: inline-block; min-width: 58px; text-align: center; font-size: 11px;
+  font-weight: 700; text-transform: uppercase; border-radius: 4px; padding: 1px 6px;
+  margin-right: 8px; color: #fff; }
+.badge.ok { background: #2da44e; } .badge.info { background: #6e7781; }
+.badge.act { background: #bf8700; } .badge.warn { background: #cf222e; }
+code { background: #f0f2f4; border-radius: 4px; padding: 0 4px; font-size: 90%; }
+table { border-collapse: collapse; font-size: 13px; margin-bottom: 20px; }
+th, td { padding: 4px 10px; border-bottom: 1px solid #e5e7ea; text-align: right; }
+th:first-child, td:first-child { text-align: left; }
+/* auto-fill, not auto-fit: a plot is drawn while the page is still parsed, and must get the
+   width it keeps once the other cards exist */
+.grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(520px, 1fr)); gap: 18px;
+  grid-auto-flow: row dense; }
+.card { border: 1px solid #e5e7ea; border-radius: 8px; padding: 12px 14px; min-width: 0; }
+.card.wide { grid-column: 1 / -1; }
+.caption { color: #59636e; font-size: 13px; margin: 0 0 6px; }
+.notes { color: #59636e; font-size: 13px; }
+"""
+
+
+def _text(value: str) -> str:
+    """Escaped text with `code` spans."""
+    return _CODE.sub(r"<code>\1</code>", html.escape(value))
+
+
+def _finding(f: Finding, *, tag: str = "li", cls: str = "") -> str:
+    subject = f"<b>{_text(f.subject)}</b>: " if f.subject else ""
+    badge = f'<span class="badge {f.level}">{_BADGE[f.level]}</span>'
+    return f'<{tag} class="{cls}">{badge}{subject}{_text(f.text)}</{tag}>'
+
+
+def verdict_html(verdict: Verdict) -> str:
+    """The verdict box: its headline, then every finding with its level.
+
+    >>> "healthy" in verdict_html(Verdict((Finding("ok", "chat", "fast"),)))
+    True
+    """
+    top, rest = verdict.headline, verdict.findings[1:]
+    if verdict.healthy:
+        tone = "healthy"
+    elif any(f.level == "warn" for f in verdict.findings):
+        tone = "warn"
+    else:
+        tone = "act"
+    head = "Nothing to report." if top is None else _finding(top, tag="p", cls="headline")
+    items = "\n".join(_finding(f) for f in rest)
+    return (
+        f'<section class="verdict {tone}" id="verdict">{head}'
+        f'<ul class="findings">{items}</ul></section>'
+    )
+
+
+def _row(label: str, kind: str, records: Sequence[ProbeRecord]) -> str:
+    ttfts = [r.client_ttft_ms for r in records]
+    rate = hit_rate(records)
+    cells = [label, kind, f"{len(records):,}"]
+    for q in (50, 90, 99):
+        value = percentile(ttfts, q)
+        cells.append("–" if value is None else ms(value))
+    cells.append("–" if rate is None else f"{rate:.3f}")
+    return "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>"
+
+
+def _rows(run: Run, many_runs: bool) -> list[str]:
+    """A row per series; a probe's per context size too, as its own table has them."""
+    out = []
+    for s in split_series(run):
+        label = s.label if many_runs else s.name
+        if run.kind != "probe":
+            out.append(_row(label, run.kind, s.records))
+            continue
+        buckets = Buckets.for_records(s.records)
+        for key in sorted({buckets.key(r) for r in s.records}):
+            mine = [r for r in s.records if buckets.key(r) == key]
+            out.append(_row(f"{label}, {buckets.label(key)}", run.kind, mine))
+    return out
+
+
+def runs_table(runs: Sequence[Run]) -> str:
+    """One row per series (and probed context size): n, TTFT percentiles (ms), hit rate.
+
+    >>> runs_table([]).startswith("<table>")
+    True
+    """
+    many = len(runs) > 1
+    head = "".join(
+        f"<th>{h}</th>" for h in ("series", "kind", "n", "TTFT p50", "p90", "p99", "hit rate")
+    )
+    rows = "\n".join(row for run in runs for row in _rows(run, many))
+    failed = sum(not r.ok for run in runs for r in run.records)
+    note = f"<p class='notes'>{failed:,} failed request(s), not counted as latency.</p>"
+    return f"<table><tr>{head}</tr>\n{rows}</table>" + (note if failed else "")
+
+
+def _plot_html(plot: Plot) -> str:
+    div = plot.figure.to_html(
+        full_html=False, include_plotlyjs=False, div_id=plot.key, config=_CONFIG
+    )
+    return (
+        f'<section class="card{" wide" if plot.wide else ""}"><h2>{html.escape(plot.title)}</h2>'
+        f'<p class="caption">{_text(plot.caption)}</p>{div}</section>'
+    )
+
+
+def _subtitle(runs: Sequence[Run], generated: str) -> str:
+    models = sorted({m for run in runs if (m := run.model)})
+    sources = ", ".join(str(p) for run in runs for p in run.sources)
+    model = f"model {', '.join(models)} · " if models else ""
+    return f"{model}{len(runs)} run(s) from {sources} · generated {generated}"
+
+
+def render_html(runs: Sequence[Run], verdict: Verdict, *, generated: str | None = None) -> str:
+    """The whole page as one string, plotly's library inlined exactly once.
+
+    >>> page = render_html([], Verdict(()), generated="now")
+    >>> page.startswith("<!doctype html>"), page.count("<script type=\\"text/javascript\\">")
+    (True, 1)
+    """
+    generated = generated or time.strftime("%Y-%m-%d %H:%M")
+    notes = [n for run in runs for n in run.notes]
+    notes_html = "".join(f"<li>{_text(n)}</li>" for n in notes)
+    plots = "\n".join(_plot_html(p) for p in report_plots(runs))
+    return (
+        '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>ttftscope report</title><style>{_CSS}</style>"
+        f'<script type="text/javascript">{plotly.offline.get_plotlyjs()}</script></head>'
+        f"<body><h1>Where time to first token goes</h1>"
+        f'<div class="sub">{_text(_subtitle(runs, generated))}</div>'
+        f"{verdict_html(verdict)}{runs_table(runs)}"
+        f'<div class="grid">{plots}</div>'
+        + (f'<h2>Notes</h2><ul class="notes">{notes_html}</ul>' if notes else "")
+        + "</body></html>\n"
+    )
+
+
+def write_report(runs: Sequence[Run], verdict: Verdict, path: Path) -> Path:
+    """Write the page to ``path`` (its folder is made if needed); returns ``path``.
+
+    >>> import tempfile; p = Path(tempfile.mkdtemp()) / "sub" / "report.html"
+    >>> write_report([], Verdict(()), p).stat().st_size > 1_000_000  # plotly.js inside
+    True
+    """
+    page = render_html(runs, verdict)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(page, encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot write the report to {path}: {exc.strerror or exc}",
+            hint="pass --out with a writable path, e.g. --out ./report.html",
+        ) from None
+    return path

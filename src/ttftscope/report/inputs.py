@@ -1,0 +1,215 @@
+"""The files of a result directory, read leniently: request records, samples, summaries.
+
+A report is often made from a run that was killed, from an older or newer writer, or from a
+directory someone edited, so nothing here fails on a torn line or an unknown key: a line that
+is no record is counted and skipped, a summary field of the wrong type is dropped and named.
+Only an unreadable file (permissions, a directory where a file should be) is an error.
+
+Request records are the shared schema (:class:`~ttftscope.records.ProbeRecord`, read by
+:func:`~ttftscope.records.read_records_report`); bench fills its optional fields (target,
+session, turn, shard), a probe leaves them unset.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import TypeVar
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
+
+from ttftscope.errors import ConfigError
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class Sample(BaseModel):
+    """One scrape of a server's ``/metrics`` by bench's sampler (every ~250 ms).
+
+    Bench writes ``t_s`` (seconds since the measured requests began), ``t_wall``, the
+    metrics ``source`` and the ``targets`` behind it; the shorter ``t``, ``target`` and
+    ``kv_usage`` are read too. Counters (``prefix_hits``, ``prefix_queries``) are as
+    scraped, cumulative.
+
+    >>> s = Sample.model_validate_json('{"t_s": 0.25, "waiting": 3, "targets": ["direct"]}')
+    >>> s.t, s.waiting, s.name
+    (0.25, 3.0, 'direct')
+    """
+
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+    t: float = Field(validation_alias=AliasChoices("t_s", "t"))
+    t_wall: float | None = None
+    ok: bool = True
+    source: str | None = None
+    target: str | None = None
+    targets: list[str] = Field(default_factory=list)
+    running: float | None = None
+    waiting: float | None = None
+    kv_usage: float | None = Field(
+        default=None, validation_alias=AliasChoices("kv_cache_usage", "kv_usage")
+    )
+    prefix_hits: float | None = None
+    prefix_queries: float | None = None
+
+    @property
+    def name(self) -> str:
+        """Whose line this is: the target(s) behind the server, else the server."""
+        return self.target or ", ".join(self.targets) or self.source or "server"
+
+
+class ProbeSummaryHead(BaseModel):
+    """The parts of a probe's ``.summary.json`` a report shows (the records hold the rest).
+
+    >>> ProbeSummaryHead.model_validate({"model": "m", "groups": []}).model
+    'm'
+    """
+
+    model_config = ConfigDict(extra="ignore")
+
+    run_id: str | None = None
+    model: str | None = None
+    base_url: str | None = None
+
+
+class TargetSummary(BaseModel):
+    """One target's figures in ``bench-summary.json`` (``targets.NAME``)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    completed: int | None = None
+    failed: int | None = None
+    rate_limited: int | None = None
+    median_ttft_ms: float | None = None
+    peak_waiting: float | None = None
+
+
+class BenchSummary(BaseModel):
+    """``bench-summary.json``: ``vllm bench serve``'s flat keys plus the servers' figures.
+
+    Every field is optional: a report shows what a summary has and says what it lacks.
+    The ``server_mean_*`` parts are histogram sums over counts of the whole run.
+
+    >>> s = BenchSummary.model_validate({"completed": 10, "server_mean_queue_ms": 4.5})
+    >>> s.completed, s.server_mean_queue_ms, s.targets
+    (10, 4.5, {})
+    """
+
+    model_config = ConfigDict(extra="ignore")
+
+    run_id: str | None = None
+    label: str | None = None
+    seed: int | None = None
+    shard: str | None = None
+    model: str | None = None
+    completed: int | None = None
+    failed: int | None = None
+    rate_limited: int | None = None
+    contaminated: bool | None = None
+    duration: float | None = None
+    request_throughput: float | None = None
+    mean_ttft_ms: float | None = None
+    median_ttft_ms: float | None = None
+    p90_ttft_ms: float | None = None
+    p99_ttft_ms: float | None = None
+    server_mean_ttft_ms: float | None = None
+    server_mean_queue_ms: float | None = None
+    server_mean_prefill_ms: float | None = None
+    server_mean_frontend_ms: float | None = None
+    prefix_hit_rate: float | None = None
+    peak_waiting: float | None = None
+    mean_waiting: float | None = None
+    targets: dict[str, TargetSummary] = Field(default_factory=dict)
+
+
+def read_jsonl(path: Path, model: type[M]) -> tuple[list[M], tuple[int, ...]]:
+    """Every line of ``path`` that is a valid ``model``, and the numbers of those that are not.
+
+    Lines end at ``\\n`` only (as :class:`~ttftscope.records.RecordWriter` writes them); blank
+    lines are ignored; a missing file has none.
+
+    >>> import tempfile; p = Path(tempfile.mkdtemp()) / "s.jsonl"
+    >>> _ = p.write_text('{"t": 0}\\n\\nnot json\\n{"t": 0.5, "waiting": 2}\\n{"t": 1, "wai')
+    >>> items, skipped = read_jsonl(p, Sample)
+    >>> [s.t for s in items], skipped
+    ([0.0, 0.5], (3, 5))
+    """
+    try:
+        raw = path.read_bytes()
+    except (FileNotFoundError, NotADirectoryError):
+        return [], ()
+    except OSError as exc:
+        raise _unreadable(path, exc) from None
+    items: list[M] = []
+    skipped: list[int] = []
+    for number, line in enumerate(raw.split(b"\n"), start=1):
+        if not line.strip():
+            continue
+        try:  # pydantic's parser also rejects bad UTF-8, huge numbers and deep nesting
+            items.append(model.model_validate_json(line))
+        except ValidationError:
+            skipped.append(number)
+    return items, tuple(skipped)
+
+
+def read_summary(path: Path, model: type[M]) -> tuple[M | None, tuple[str, ...]]:
+    """A summary file as ``model``, and the top-level keys dropped for a bad value.
+
+    A missing or unparsable file gives ``None``; a key whose value has the wrong type is
+    left out rather than losing the whole summary.
+
+    >>> import tempfile; p = Path(tempfile.mkdtemp()) / "bench-summary.json"
+    >>> _ = p.write_text('{"completed": 5, "duration": "long", "new_key": [1]}')
+    >>> s, dropped = read_summary(p, BenchSummary)
+    >>> s.completed, s.duration, dropped
+    (5, None, ('duration',))
+    """
+    try:
+        raw = path.read_bytes()
+    except (FileNotFoundError, NotADirectoryError):
+        return None, ()
+    except OSError as exc:
+        raise _unreadable(path, exc) from None
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None, ()
+    if not isinstance(data, dict):
+        return None, ()
+    dropped: list[str] = []
+    while True:  # each pass drops the keys pydantic named; every pass removes at least one
+        try:
+            return model.model_validate(data), tuple(dropped)
+        except ValidationError as exc:
+            bad = {str(e["loc"][0]) for e in exc.errors() if e["loc"]} & set(data)
+            if not bad:
+                return None, tuple(dropped)
+            dropped.extend(sorted(bad))
+            data = {k: v for k, v in data.items() if k not in bad}
+
+
+_SHARD = re.compile(r"\s*(\d+)\s*/\s*(\d+)\s*")
+
+
+def parse_shard(value: object) -> tuple[int, int] | None:
+    """``"I/N"`` as ``(I, N)`` when ``1 ≤ I ≤ N``; anything else has no shard position.
+
+    >>> parse_shard("2/4"), parse_shard("5/4"), parse_shard(3), parse_shard(None)
+    ((2, 4), None, None, None)
+    """
+    if not isinstance(value, str):
+        return None
+    match = _SHARD.fullmatch(value)
+    if match is None:
+        return None
+    index, count = int(match[1]), int(match[2])
+    return (index, count) if 1 <= index <= count else None
+
+
+def _unreadable(path: Path, exc: OSError) -> ConfigError:
+    return ConfigError(
+        f"cannot read {path}: {exc.strerror or exc}",
+        hint="check the path and its permissions; a report reads the files probe and bench "
+        "write to --result-dir",
+    )
