@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
 from ttftscope.localserver import process
 from ttftscope.localserver.state import LocalServer
+
+# Tool calling as coding agents use it: tool_choice "auto" (vLLM's default when tools are
+# given) needs a tool parser; the tiny model's template writes Hermes-style <tool_call> tags.
+SERVER_ARGS = ("--enable-auto-tool-choice", "--tool-call-parser", "hermes")
 
 
 def _tell(config: pytest.Config, line: str) -> None:
@@ -37,9 +41,15 @@ def vllm(pytestconfig: pytest.Config) -> Iterator[LocalServer]:
     def progress(line: str) -> None:
         _tell(pytestconfig, f"[ttftscope] {line}")
 
-    with process.running_server(wait_s=600, progress=progress) as server:
+    with process.running_server(wait_s=600, progress=progress, extra_args=SERVER_ARGS) as server:
         _tell(
             pytestconfig,
             f"local vLLM ready on {server.base_url} after {time.monotonic() - t0:.0f} s",
         )
         yield server
+
+
+@pytest.fixture(scope="session")
+def tell(pytestconfig: pytest.Config) -> Callable[[str], None]:
+    """Print a line on the terminal now (for summaries a test wants seen without ``-s``)."""
+    return lambda line: _tell(pytestconfig, line)

@@ -230,3 +230,60 @@ def test_vllm_bench_serve_runs_against_the_gateway(
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert re.search(r"Successful requests:\s+12\b", proc.stdout), proc.stdout[-2000:]
     assert re.search(r"Failed requests:\s+0\b", proc.stdout) or "Failed" not in proc.stdout
+
+
+TOOLS: list[Any] = [
+    {
+        "type": "function",
+        "function": {
+            "name": "read_file",
+            "description": "Read a file of the repository.",
+            "parameters": {
+                "type": "object",
+                "properties": {"path": {"type": "string"}},
+                "required": ["path"],
+            },
+        },
+    },
+    {"type": "function", "function": {"name": "run_tests", "parameters": {"type": "object"}}},
+]
+
+
+def test_agent_turns_with_tools_keep_the_id_path_and_match_vllm(
+    gateway: GatewayServer, vllm: LocalServer
+) -> None:
+    """Tools, tool calls (one with arguments that are not JSON) and tool results, turn by turn."""
+    direct = openai.OpenAI(base_url=vllm.base_url, api_key="unused")
+    via = openai.OpenAI(base_url=gateway.base_url, api_key="unused")
+    passed = _metric(gateway, "ttftscope_gateway_passthrough_total")
+    messages: list[Any] = [
+        {"role": "system", "content": "You are a coding agent with tools."},
+        {"role": "user", "content": "Fix the failing test."},
+    ]
+    calls = [('{"path": "src/app.py"}', "def f():\n    return 1\n"), ("not json", "3 passed")]
+    for i, (arguments, result) in enumerate(calls):
+        kw: dict[str, Any] = {
+            "model": vllm.model,
+            "messages": messages,
+            "tools": TOOLS,
+            "max_tokens": 6,
+            "temperature": 0,
+            "logprobs": True,
+            "top_logprobs": 3,
+        }
+        a = direct.chat.completions.create(**kw)
+        b = via.chat.completions.create(**kw)
+        assert a.usage is not None and b.usage is not None
+        assert b.usage.prompt_tokens == a.usage.prompt_tokens
+        assert b.choices[0].message.content == a.choices[0].message.content
+        call = {
+            "id": f"call_{i}",
+            "type": "function",
+            "function": {"name": "read_file", "arguments": arguments},
+        }
+        messages += [
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": f"call_{i}", "content": result},
+        ]
+    assert _metric(gateway, "ttftscope_gateway_passthrough_total") == passed  # all went as ids
+    assert _metric(gateway, "ttftscope_gateway_verify_mismatches_total") == 0

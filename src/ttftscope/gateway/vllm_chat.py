@@ -1,20 +1,16 @@
 """vLLM 0.32's chat-request preprocessing, reproduced: an OpenAI chat body in, template inputs out.
 
-vLLM rewrites a chat request before its template sees it. :func:`prepare_chat` does the same
-rewrites, so that ``ChatRenderer(tok, source).render(i.messages, tools=i.tools,
-**i.template_kwargs)`` gives the prompt text vLLM's ``/v1/chat/completions`` renders, and the
-gateway can send the ids in ``kv_transfer_params.prompt_token_ids`` (vLLM then skips its own
-template and tokenizer, so the ids must be exactly its own). Assumed server settings: no
-``--chat-template``, ``--default-chat-template-kwargs``, ``--chat-template-content-format``
-or ``--exclude-tools-when-tool-choice-none``.
+vLLM rewrites a chat request before its template sees it; :func:`prepare_chat` makes the same
+rewrites, so ``ChatRenderer(tok, source).render(i.messages, tools=i.tools, **i.template_kwargs)``
+is the prompt vLLM's ``/v1/chat/completions`` renders and its ids can go upstream in
+``kv_transfer_params.prompt_token_ids`` (vLLM then skips its template and tokenizer). Assumed
+server flags: none of ``--chat-template``, ``--default-chat-template-kwargs``,
+``--chat-template-content-format``, ``--exclude-tools-when-tool-choice-none``.
 
-A request the stage cannot reproduce exactly raises :class:`PassThrough` and goes upstream as
-text; so does one vLLM would reject while rendering (with forwarded ids it would not render,
-and the client must still get vLLM's own 400). Rejections of vLLM's request validation need no
-care: they happen with forwarded ids too. Errors the template itself raises at render time are
-the caller's to catch (render, then pass through on a template error).
-
-Owns: the rules, never their execution; imports only ``tokenization`` and the standard library.
+What the stage cannot reproduce exactly raises :class:`PassThrough` (send the text instead), as
+does what vLLM rejects while rendering, which forwarded ids would skip. Request-validation 400s
+happen with forwarded ids too. Template errors at render time are the caller's to catch.
+Owns the rules; imports only ``tokenization``, ``errors`` and the standard library.
 
 >>> i = prepare_chat({"messages": [{"role": "user", "content": "hi"}]}, "{{ messages }}")
 >>> i.messages, i.tools, i.template_kwargs
@@ -26,14 +22,9 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any, Literal
 
-import jinja2.meta
-from jinja2 import nodes
-
-from ttftscope.errors import TokenizerError
-from ttftscope.tokenization.chat import compile_template
+from ttftscope.gateway.template_info import TemplateInfo, template_info
 
 PassReason = Literal[
     "invalid_request",  # vLLM answers 400 (at render time, or certainly at validation)
@@ -72,10 +63,6 @@ _CONSUMED = frozenset(
 )
 # Keys that change the call (tools, tokenize) or collide with its arguments (a TypeError → 400).
 _CLASHES = frozenset("tools tokenize messages conversation self model_config tokenizer".split())
-_WHOLE_FILTERS = frozenset("tojson dictsort items list string pprint".split())
-_SPECIAL_VARS = frozenset("pad_token unk_token sep_token cls_token mask_token".split())
-
-Format = Literal["string", "openai"]
 
 
 class PassThrough(Exception):
@@ -100,15 +87,6 @@ class ChatInputs:
     template_kwargs: dict[str, Any]
 
 
-@dataclass(frozen=True)
-class _Template:
-    variables: frozenset[str]
-    content_format: Format | None  # None: cannot be told for certain
-    supports_developer: bool
-    reads_thinking: bool
-    problem: str = ""  # why the renderer cannot reproduce it ("" when it can)
-
-
 def prepare_chat(body: Mapping[str, Any], template_source: str) -> ChatInputs:
     """The template inputs vLLM 0.32's chat endpoint derives from ``body``; or PassThrough.
 
@@ -121,7 +99,7 @@ def prepare_chat(body: Mapping[str, Any], template_source: str) -> ChatInputs:
     """
     if not isinstance(body, Mapping):
         raise PassThrough("invalid_request", "the body is not a JSON object")
-    info = _template_info(template_source)
+    info = template_info(template_source)
     if info.problem:
         raise PassThrough("template", info.problem)
     _check_request(body)
@@ -197,10 +175,9 @@ def _tool(tool: Any) -> dict[str, Any]:
 
 
 def _check_tool_choice(body: Mapping[str, Any], tools: list[dict[str, Any]] | None) -> None:
-    """tool_choice never changes the render (tools are rendered even for "none"); only 400s.
+    """tool_choice never changes the render: tools are rendered even for "none".
 
-    Without tool_choice, vLLM sets "auto" when tools are given; "auto" needs the server's
-    tool parser, which vLLM checks with forwarded ids too.
+    Absent, it is "auto" when tools are given; vLLM checks its tool parser with ids too.
     """
     choice = body.get("tool_choice")
     if choice is None or choice == "none":
@@ -215,23 +192,24 @@ def _check_tool_choice(body: Mapping[str, Any], tools: list[dict[str, Any]] | No
         raise PassThrough("invalid_request", f"tool_choice {choice!r} names no given tool")
 
 
-def _template_kwargs(body: Mapping[str, Any], info: _Template) -> dict[str, Any]:
+def _template_kwargs(body: Mapping[str, Any], info: TemplateInfo) -> dict[str, Any]:
     """Template variables: request kwargs < top-level fields; unset values and unused keys go.
 
-    >>> info = _Template(frozenset({"enable_thinking"}), "string", False, False)
+    >>> info = TemplateInfo(frozenset({"enable_thinking"}), "string", False, False)
     >>> _template_kwargs({"reasoning_effort": "none"}, info)
     {'add_generation_prompt': True, 'enable_thinking': False}
     """
     user = body.get("chat_template_kwargs")
     user = {} if user is None else user
     effort = body.get("reasoning_effort")
-    if not isinstance(user, dict) or (effort is not None and effort not in _EFFORTS):
-        raise PassThrough("invalid_request", "chat_template_kwargs or reasoning_effort invalid")
+    bad_docs = not _documents(body.get("documents"), str)
+    if not isinstance(user, dict) or (effort is not None and effort not in _EFFORTS) or bad_docs:
+        raise PassThrough("invalid_request", "chat_template_kwargs, effort or documents invalid")
     if user.get("chat_template") is not None:
         raise PassThrough("request_chat_template", "chat_template_kwargs.chat_template")
     top = {
         "add_generation_prompt": body.get("add_generation_prompt", True),
-        "documents": _documents(body.get("documents")),
+        "documents": body.get("documents"),
         "reasoning_effort": effort,
     }
     # Any effort turns thinking on or off, unless the request's kwargs name it (even as null).
@@ -242,8 +220,7 @@ def _template_kwargs(body: Mapping[str, Any], info: _Template) -> dict[str, Any]
     clashes = sorted(_CLASHES & merged.keys())
     if clashes or merged.get("return_assistant_tokens_mask"):
         raise PassThrough("template_kwargs", f"chat_template_kwargs {clashes or 'mask'}")
-    docs = merged.get("documents")
-    if docs is not None and not (isinstance(docs, list) and all(isinstance(d, dict) for d in docs)):
+    if not _documents(merged.get("documents"), object):
         raise PassThrough("invalid_request", "documents must be a list of objects")
     keep = info.variables - _CONSUMED | {"add_generation_prompt", "documents"}
     return {k: v for k, v in merged.items() if k in keep}
@@ -253,20 +230,16 @@ def _given(kwargs: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in kwargs.items() if not (v is None or v == "auto")}
 
 
-def _documents(raw: Any) -> list[dict[str, str]] | None:
-    if raw is None:
-        return None
-    if isinstance(raw, list) and all(
-        isinstance(d, dict) and all(isinstance(v, str) for v in d.values()) for d in raw
-    ):
-        return raw
-    raise PassThrough("invalid_request", "documents must be a list of string maps")
+def _documents(raw: Any, value: type) -> bool:
+    """Absent, or a list of objects (of strings, where vLLM's request model says so)."""
+    ok = isinstance(raw, list) and all(isinstance(d, dict) for d in raw)
+    return raw is None or (ok and all(isinstance(v, value) for d in raw for v in d.values()))
 
 
-def _message(raw: Any, info: _Template) -> dict[str, Any]:
+def _message(raw: Any, info: TemplateInfo) -> dict[str, Any]:
     """One message as vLLM's parser rebuilds it: known fields, in a fixed order.
 
-    >>> i = _Template(frozenset(), "string", False, False)
+    >>> i = TemplateInfo(frozenset(), "string", False, False)
     >>> _message({"role": "assistant", "content": None, "reasoning_content": "r", "x": 1}, i)
     {'role': 'assistant', 'content': '', 'reasoning': 'r', 'reasoning_content': 'r'}
     """
@@ -313,7 +286,7 @@ def _reasoning(raw: Mapping[str, Any]) -> str | None:
     return value
 
 
-def _content(role: str, raw: Mapping[str, Any], info: _Template) -> str | list[dict[str, Any]]:
+def _content(role: str, raw: Mapping[str, Any], info: TemplateInfo) -> str | list[dict[str, Any]]:
     """Text parts joined by newlines ("string" format) or as text parts ("openai" format)."""
     content = raw.get("content")
     if content is None and "content" in raw and role != "assistant":
@@ -403,10 +376,12 @@ def _arguments(text: str) -> dict[str, Any]:
     return parsed if isinstance(parsed, dict) else {}
 
 
-def _developer_to_system(messages: list[dict[str, Any]], info: _Template) -> list[dict[str, Any]]:
+def _developer_to_system(
+    messages: list[dict[str, Any]], info: TemplateInfo
+) -> list[dict[str, Any]]:
     """For templates that never name "developer": developer → system, systems merged at 0.
 
-    >>> i = _Template(frozenset(), "string", False, False)
+    >>> i = TemplateInfo(frozenset(), "string", False, False)
     >>> _developer_to_system([{"role": "user"}, {"role": "developer", "content": "d"}], i)
     [{'role': 'system', 'content': 'd'}, {'role': 'user'}]
     """
@@ -427,114 +402,3 @@ def _developer_to_system(messages: list[dict[str, Any]], info: _Template) -> lis
     ]
     merged = {"role": "system", "content": "\n\n".join(t for t in texts if t)}
     return [merged, *(m for m in converted if m["role"] != "system")]
-
-
-@lru_cache(maxsize=32)
-def _template_info(source: str) -> _Template:
-    """What vLLM reads from a template's text and syntax tree (cached by source)."""
-    try:
-        tree = compile_template(source).environment.parse(source)
-    except TokenizerError as exc:
-        return _Template(frozenset(), None, False, False, problem=str(exc))
-    variables = frozenset(jinja2.meta.find_undeclared_variables(tree))
-    specials = sorted(variables & _SPECIAL_VARS)  # transformers passes these, ChatRenderer not
-    return _Template(
-        variables=variables,
-        content_format=_content_format(tree),
-        supports_developer="'developer'" in source or '"developer"' in source,
-        reads_thinking=_reads_thinking(tree),
-        problem=f"the template reads {specials}" if specials else "",
-    )
-
-
-def _reads_thinking(tree: nodes.Template) -> bool:
-    """Whether the template could see the "thinking" key ChatRenderer adds (vLLM has none).
-
-    By name, or by dumping or iterating a whole message (``message | tojson``). Passing a
-    whole message to a macro is not followed.
-    """
-    if "thinking" in (n.value for n in tree.find_all(nodes.Const)):
-        return True
-    if any(n.attr == "thinking" for n in tree.find_all(nodes.Getattr)):
-        return True
-    loops = tree.find_all(nodes.For)
-    names = {_name(f.target) for f in loops if _name(_unwrap(f.iter)) == "messages"}
-    names = names - {""} | {"messages"}
-    subjects: list[nodes.Node] = [
-        f.node for f in tree.find_all(nodes.Filter) if f.name in _WHOLE_FILTERS and f.node
-    ]
-    subjects += [o for out in tree.find_all(nodes.Output) for o in out.nodes]
-    subjects += [
-        c.node.node
-        for c in tree.find_all(nodes.Call)
-        if isinstance(c.node, nodes.Getattr) and c.node.attr in ("items", "keys", "values")
-    ]
-    return any(_is_message(n, names) for n in subjects)
-
-
-def _is_message(node: nodes.Node, names: set[str]) -> bool:
-    if isinstance(node, nodes.Getitem):  # messages[0]
-        return _name(node.node) == "messages"
-    if isinstance(node, nodes.Getattr):  # loop.previtem
-        return _name(node.node) == "loop" and node.attr in ("previtem", "nextitem")
-    return _name(node) in names
-
-
-def _content_format(tree: nodes.Template) -> Format | None:
-    """ "openai" if the template loops over message content, "string" if it cannot; else None.
-
-    vLLM guesses from loops over ``message.content``, over a ``content`` variable or over a
-    macro argument, and says "string" when its matcher meets a tuple target. Only the plain
-    forms are certain here; the rest is None (pass through).
-
-    >>> _content_format(jinja2.Environment().parse("{{ messages[0].content }}"))
-    'string'
-    >>> _content_format(jinja2.Environment().parse(
-    ...     "{% for m in messages %}{% for p in m.content %}{% endfor %}{% endfor %}"))
-    'openai'
-    """
-    loops = list(tree.find_all(nodes.For))
-    in_macros = {id(f) for m in tree.find_all(nodes.Macro) for f in m.find_all(nodes.For)}
-    message_vars = {_name(f.target) for f in loops if _name(_unwrap(f.iter)) == "messages"}
-    certain = maybe = False
-    targets: list[nodes.Node] = [
-        a.target for a in tree.find_all(nodes.Assign) if _name(_unwrap(a.node))
-    ]
-    for loop in loops:
-        it = _unwrap(loop.iter)
-        if _content_key(it):
-            hit = _name(getattr(it, "node", None)) in message_vars - {""}
-        elif _name(it) == "content" or (_name(it) and id(loop) in in_macros):
-            # vLLM matches a bare ``content`` only outside macros, and only unwrapped.
-            hit = loop.iter is it and _name(it) == "content" and id(loop) not in in_macros
-        else:
-            continue
-        certain, maybe = certain or hit, maybe or not hit
-        targets.append(loop.target)
-    targets += [f.target for f in loops if _name(_unwrap(f.iter))]
-    if maybe or (certain and not all(_name(t) for t in targets)):
-        return None
-    return "openai" if certain else "string"
-
-
-def _unwrap(node: nodes.Node) -> nodes.Node:
-    """Strip filters, tests and slices (``messages[1:] | reverse``), as vLLM's matcher does."""
-    while isinstance(node, nodes.Filter | nodes.Test | nodes.Getitem):
-        inner = node.node
-        if inner is None or (
-            isinstance(node, nodes.Getitem) and not isinstance(node.arg, nodes.Slice)
-        ):
-            break
-        node = inner
-    return node
-
-
-def _name(node: object) -> str:
-    return node.name if isinstance(node, nodes.Name) else ""
-
-
-def _content_key(node: nodes.Node) -> bool:
-    if isinstance(node, nodes.Getattr):
-        return node.attr == "content"
-    arg = node.arg if isinstance(node, nodes.Getitem) else None
-    return isinstance(arg, nodes.Const) and arg.value == "content"

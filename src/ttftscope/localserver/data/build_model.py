@@ -39,14 +39,14 @@ SPECIALS = {
     "<|im_start|>": 100264,  # the ids OpenAI's own ChatML variant of cl100k used
     "<|im_end|>": 100265,
     "<|endofprompt|>": 100276,
+    # Hermes-style tool-call tags, at ids cl100k leaves unused: single tokens, as in real
+    # tool-calling models, so vLLM's hermes tool parser sees them whole in the output.
+    "<tool_call>": 100266,
+    "</tool_call>": 100267,
 }
 VOCAB_SIZE = 100352  # covers every id above, rounded up to a multiple of 128
-CHAT_TEMPLATE = (
-    "{% for message in messages %}"
-    "{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}"
-    "{% endfor %}"
-    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
-)
+# ChatML with Hermes-style tools, kept beside this script (package data).
+TEMPLATE_FILE = Path(__file__).with_name("chat_template.jinja")
 
 
 def load_ranks(path: Path) -> dict[bytes, int]:
@@ -130,6 +130,8 @@ def sample_text(seed: int = 1234) -> str:
         "Señor niño café naïve — “quotes” 日本語のテキスト 한국어 Привет мир 🤖🚀\n"
         "e\u0301 x²³ ١٢٣٤ ½ ⅷ 𝟘𝟙 ℝ\u200b\u3000full-width ＡＢＣ\n"
         "<|im_start|>user\nhi<|im_end|>\n<|endoftext|><|fim_prefix|>a<|fim_middle|>b<|fim_suffix|>"
+        '<tool_call>\n{"name": "f", "arguments": {"x": 1}}\n</tool_call><tool_call></tool_call>\n'
+        "< tool_call> <tool_call <tool_calls> </tool_call\n"
         '$ ls -la | grep \'^d\' && echo "done"\r\n{"k": [1, 22, 333, 4444, 55555]}\n'
     )
     rng = random.Random(seed)
@@ -163,6 +165,11 @@ def verify(tok: Any, ranks: dict[bytes, int]) -> int:
     return len(enc.encode(text, allowed_special="all"))
 
 
+def chat_template() -> str:
+    # A file's final newline is not part of the template (jinja drops it anyway).
+    return TEMPLATE_FILE.read_text(encoding="utf-8").removesuffix("\n")
+
+
 def write_tokenizer_files(out: Path, tok: Any) -> None:
     tok.save(str(out / "tokenizer.json"))
     added = {
@@ -187,7 +194,7 @@ def write_tokenizer_files(out: Path, tok: Any) -> None:
         "add_eos_token": False,
         "clean_up_tokenization_spaces": False,
         "model_max_length": 131072,
-        "chat_template": CHAT_TEMPLATE,
+        "chat_template": chat_template(),
     }
     (out / "tokenizer_config.json").write_text(json.dumps(config, indent=2), encoding="utf-8")
     special_map = {
@@ -198,6 +205,12 @@ def write_tokenizer_files(out: Path, tok: Any) -> None:
     (out / "special_tokens_map.json").write_text(
         json.dumps(special_map, indent=2), encoding="utf-8"
     )
+
+
+def plain_chatml(messages: list[dict[str, str]]) -> str:
+    """What the template must give for a conversation without tools: plain ChatML."""
+    turns = "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in messages)
+    return turns + "<|im_start|>assistant\n"
 
 
 def check_chat_template(out: Path) -> None:
@@ -213,6 +226,39 @@ def check_chat_template(out: Path) -> None:
         raise SystemExit(f"chat template renders unexpected ids: {ids}")
     if hf.eos_token_id != SPECIALS["<|im_end|>"]:
         raise SystemExit(f"eos id is {hf.eos_token_id}, expected {SPECIALS['<|im_end|>']}")
+    plain = [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "Hi"},
+        {"role": "assistant", "content": ""},
+        {"role": "user", "content": "a\n\n b "},
+    ]
+    text = hf.apply_chat_template(plain, add_generation_prompt=True, tokenize=False)
+    if text != plain_chatml(plain):
+        raise SystemExit(f"plain conversations no longer render as ChatML: {text!r}")
+    check_tool_rendering(hf)
+
+
+def check_tool_rendering(hf: Any) -> None:
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
+    call = {"type": "function", "function": {"name": "f", "arguments": {"x": 1}}}
+    messages = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": "", "tool_calls": [call]},
+        {"role": "tool", "content": "42"},
+    ]
+    text = hf.apply_chat_template(messages, tools=tools, add_generation_prompt=True, tokenize=False)
+    want = (
+        f"<tools>\n{json.dumps(tools[0], ensure_ascii=False)}\n</tools>",
+        '<|im_start|>assistant\n<tool_call>\n{"name": "f", "arguments": {"x": 1}}\n</tool_call>',
+        "<|im_start|>user\n<tool_response>\n42\n</tool_response><|im_end|>\n",
+    )
+    missing = [w for w in want if w not in text]
+    if missing:
+        raise SystemExit(f"tool rendering lacks {missing[0]!r} in {text!r}")
+    ids = hf(text, add_special_tokens=False)["input_ids"]
+    for tag in ("<tool_call>", "</tool_call>"):
+        if SPECIALS[tag] not in ids:
+            raise SystemExit(f"{tag} is not the single token {SPECIALS[tag]} in {ids}")
 
 
 def build_model(out: Path) -> int:
