@@ -36,6 +36,9 @@ from ttftscope.errors import (
 )
 
 if TYPE_CHECKING:
+    from ttftscope.bench.options import BenchOptions
+    from ttftscope.bench.runner import BenchRun, run_bench
+    from ttftscope.bench.summary import BenchSummary
     from ttftscope.client.endpoint import Endpoint
     from ttftscope.client.ping import PingResult, list_models, ping
     from ttftscope.client.stream import PhaseTimes, StreamResult, encode_body, stream_completion
@@ -62,6 +65,10 @@ __version__ = "0.1.0"
 
 # public name -> the module that defines it (loaded on first attribute access)
 _LAZY: dict[str, str] = {
+    "BenchOptions": "bench.options",
+    "BenchRun": "bench.runner",
+    "BenchSummary": "bench.summary",
+    "run_bench": "bench.runner",
     "Endpoint": "client.endpoint",
     "PingResult": "client.ping",
     "list_models": "client.ping",
@@ -104,6 +111,9 @@ _LAZY: dict[str, str] = {
 __all__ = [
     "AuthError",
     "BadResponse",
+    "BenchOptions",
+    "BenchRun",
+    "BenchSummary",
     "ChatRenderer",
     "ChatSession",
     "ConfigError",
@@ -152,6 +162,7 @@ __all__ = [
     "read_records_report",
     "redact",
     "redact_text",
+    "run_bench",
     "run_probe",
     "scrape",
     "stream_completion",

@@ -7,7 +7,7 @@ or group and is added here explicitly. Errors derived from
 the error's own exit code, never a traceback.
 
 >>> sorted(cli.commands)
-['config', 'demo', 'gateway', 'local-server', 'ping', 'probe', 'report']
+['bench', 'config', 'demo', 'gateway', 'local-server', 'ping', 'probe', 'report']
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import sys
 import click
 from rich.markup import escape
 
+from ttftscope.cli.bench import bench
 from ttftscope.cli.config import config
 from ttftscope.cli.gateway import gateway
 from ttftscope.cli.local import local_server
@@ -47,6 +48,7 @@ cli.add_command(probe)
 cli.add_command(demo)
 cli.add_command(gateway)
 cli.add_command(report)
+cli.add_command(bench)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,0 +1,84 @@
+"""The bench's terminal table: one row per target, fitting an 80-column terminal.
+
+completed, failed, requests per second, TTFT p50 and p99, TPOT p50 (ms) and the peak of
+the waiting queue of the server behind the target. The summary JSON holds every figure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from rich import box
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("done", "completed"),
+    ("failed", "failed"),
+    ("req/s", "request_throughput"),
+    ("TTFT\np50", "median_ttft_ms"),
+    ("TTFT\np99", "p99_ttft_ms"),
+    ("TPOT\np50", "median_tpot_ms"),
+    ("queue\npeak", "peak_waiting"),
+)
+
+
+def _cell(key: str, value: object) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return escape(str(value))
+    if key.endswith("_ms"):
+        return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.1f}"
+    if key == "request_throughput":
+        return f"{value:.2f}"
+    return f"{value:g}"
+
+
+def bench_table(summary: Mapping[str, Any]) -> Table:
+    """Per target: counts, throughput, TTFT p50/p99, TPOT p50 and the queue's peak.
+
+    >>> t = bench_table({"targets": {"direct": {"completed": 3}}, "model": "m"})
+    >>> t.row_count, len(t.columns)
+    (1, 8)
+    """
+    title = f"bench {summary.get('run_id', '')} · {summary.get('model', '')}".strip(" ·")
+    table = Table(title=escape(title), box=box.SIMPLE_HEAD, title_justify="left")
+    table.add_column("target", no_wrap=True, max_width=14, overflow="ellipsis")
+    for header, _key in _COLUMNS:
+        table.add_column(header, justify="right", no_wrap=True)
+    targets: Mapping[str, Mapping[str, Any]] = summary.get("targets", {})
+    for name, row in targets.items():
+        table.add_row(escape(name), *(_cell(k, row.get(k)) for _h, k in _COLUMNS))
+    return table
+
+
+def print_bench_summary(summary: Mapping[str, Any], console: Console) -> None:
+    """The table, then what needs attention: contamination, cancellations.
+
+    >>> import io; out = io.StringIO()
+    >>> print_bench_summary({"targets": {}, "contaminated": True}, Console(file=out, width=80))
+    >>> "CONTAMINATED" in out.getvalue()
+    True
+    """
+    console.print(bench_table(summary))
+    console.print(
+        f"ms · {summary.get('duration', 0):.1f} s · {summary.get('completed', 0)} completed, "
+        f"{summary.get('failed', 0)} failed · queue peak = server's num_requests_waiting",
+        highlight=False,
+    )
+    if summary.get("contaminated"):
+        console.print(
+            f"[bold red]CONTAMINATED[/bold red]: {summary.get('rate_limited', 0)} of the "
+            f"requests were rate limited (429, {summary.get('rate_limited_share', 0):.1%}). "
+            f"{escape(str(summary.get('contamination_advice') or ''))}",
+            highlight=False,
+        )
+    if summary.get("cancelled"):
+        console.print(
+            f"{summary['cancelled']} request(s) in flight at the end of --duration were "
+            "cancelled (not counted)",
+            highlight=False,
+        )

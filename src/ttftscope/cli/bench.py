@@ -1,0 +1,398 @@
+"""``ttftscope bench``: many concurrent agent sessions; TTFT percentiles and the queue.
+
+Thin: parse the flags into :class:`~ttftscope.bench.options.BenchOptions`, run
+:func:`~ttftscope.bench.runner.run_bench` with a live progress line, print the table (or
+the summary JSON). A failure that stopped the run exits with its own code, after the
+summary of what finished is written and shown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any, TypeVar
+
+import click
+import uvloop
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
+
+from ttftscope.bench.live import LiveStats
+from ttftscope.bench.options import (
+    BenchOptions,
+    parse_context_tokens,
+    parse_extra_body,
+    parse_percentiles,
+    parse_rate,
+    parse_shard,
+    parse_target,
+)
+from ttftscope.bench.runner import BenchRun, Hooks, run_bench
+from ttftscope.bench.sampler import Sample
+from ttftscope.bench.table import print_bench_summary
+from ttftscope.cli.console import make_console
+from ttftscope.cli.options import CliState, cli_state, dumps, endpoint_options
+from ttftscope.client.endpoint import Endpoint
+from ttftscope.client.stream import StreamResult, raise_for_result
+from ttftscope.config.schema import ObservabilitySettings
+from ttftscope.records import ProbeRecord
+from ttftscope.tokenization.loader import load_tokenizer
+
+__all__ = ["bench"]
+
+T = TypeVar("T")
+_PLAIN_EVERY_S = 10.0
+
+
+class BenchProgress:
+    """A live bar with TTFT p50/p99, counts and the waiting queue; plain lines into a pipe.
+
+    >>> import io
+    >>> with BenchProgress(Console(file=io.StringIO())) as p:
+    ...     p.start(2)
+    >>> p.live.total
+    2
+    """
+
+    def __init__(self, console: Console) -> None:
+        self.console, self.live = console, LiveStats()
+        self._bar: Progress | None = None
+        self._task: TaskID | None = None
+        self._waiting: dict[str, float] = {}
+        self._last_line = time.monotonic()
+        self._done = 0
+
+    def __enter__(self) -> BenchProgress:
+        if self.console.is_terminal:
+            self._bar = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(bar_width=12),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=self.console,
+                transient=True,
+            )
+            self._bar.start()
+            self._task = self._bar.add_task("bench: starting", total=None)
+        return self
+
+    def __exit__(
+        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+    def stage(self, text: str) -> None:
+        """What the run does now (before the measured requests: building, warming up)."""
+        if self._bar is not None and self._task is not None:
+            self._bar.update(self._task, description=f"bench: {text}")
+        else:
+            self.console.print(f"bench: {text}", highlight=False)
+
+    def start(self, total: int) -> None:
+        """The measured requests begin; ``total`` of them are planned."""
+        self.live.total = total
+        if self._bar is not None and self._task is not None:
+            self._bar.update(self._task, total=total, completed=0)
+
+    def record(self, rec: ProbeRecord) -> None:
+        """One request finished (warmups update nothing)."""
+        if rec.phase == "warmup":
+            return
+        self.live.add(rec)
+        self._done += 1
+        self._show()
+
+    def sample(self, sample: Sample) -> None:
+        """A scrape: the waiting queue shown is the sum over the servers sampled."""
+        if sample.waiting is not None:
+            self._waiting[sample.source] = sample.waiting
+            self.live.waiting = sum(self._waiting.values())
+
+    def _show(self) -> None:
+        s = self.live
+        p50, p99 = s.ttft_percentile(50), s.ttft_percentile(99)
+        wait = "" if s.waiting is None else f" wait {s.waiting:g}"
+        text = f"p50 {_ms(p50)} p99 {_ms(p99)} ok {s.completed} fail {s.failed}{wait}"
+        if self._bar is not None and self._task is not None:
+            self._bar.update(self._task, description=text, completed=self._done)
+        elif time.monotonic() - self._last_line >= _PLAIN_EVERY_S or self._done == s.total:
+            self.console.print(f"bench: {self._done}/{s.total} done · {s.line()}", highlight=False)
+            self._last_line = time.monotonic()
+
+
+def _ms(value: float | None) -> str:
+    return "–" if value is None else f"{value:,.0f}ms"
+
+
+@dataclass(frozen=True)
+class BenchArgs:
+    """The bench's own command-line options, as given."""
+
+    sessions: int
+    context_tokens: str
+    scale: float
+    think_time_s: float
+    shared_system_prompt: bool
+    replay: Path | None
+    seed: int
+    max_tokens: int | None
+    max_concurrency: int | None
+    request_rate: str
+    num_prompts: int | None
+    duration: float
+    num_warmups: int
+    metric_percentiles: str
+    result_dir: Path | None
+    label: str | None
+    extra_body: str | None
+    target: tuple[str, ...]
+    honour_retry_after: bool
+    shard: str
+    run_id: str | None
+    as_json: bool
+
+    def options(self) -> BenchOptions:
+        """The parsed options; :class:`~ttftscope.errors.ConfigError` names a bad flag."""
+        return BenchOptions(
+            sessions=self.sessions,
+            context_tokens=parse_context_tokens(self.context_tokens),
+            scale=self.scale,
+            think_time_s=self.think_time_s,
+            shared_system_prompt=self.shared_system_prompt,
+            replay=self.replay,
+            seed=self.seed,
+            max_tokens=self.max_tokens,
+            max_concurrency=self.max_concurrency,
+            request_rate=parse_rate(self.request_rate),
+            num_prompts=self.num_prompts,
+            duration_s=self.duration,
+            num_warmups=self.num_warmups,
+            percentiles=parse_percentiles(self.metric_percentiles),
+            extra_body=parse_extra_body(self.extra_body) if self.extra_body else {},
+            honour_retry_after=self.honour_retry_after,
+            shard=parse_shard(self.shard),
+            label=self.label,
+            run_id=self.run_id,
+            targets=tuple(parse_target(t) for t in self.target or ("direct",)),
+        )
+
+
+def _excluded_fields(obs: ObservabilitySettings) -> set[str]:
+    """Record fields the observability settings say not to write (as the probe does)."""
+    out: set[str] = set()
+    if not obs.record_ttft:
+        out |= {"client_ttft_ms", "wire_ttft_ms", "server_ttft_ms"}
+    if not obs.record_tokenize_ms:
+        out.add("tokenize_ms")
+    if not obs.record_queue_ms:
+        out.add("queue_ms")
+    return out
+
+
+def run_loop(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine on uvloop: the load generator's event loop is its measuring clock.
+
+    >>> async def two() -> int:
+    ...     return 2
+    >>> run_loop(two())
+    2
+    """
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        return runner.run(coro)
+
+
+def execute_bench(state: CliState, args: BenchArgs) -> BenchRun:
+    """Run a bench with the CLI's settings, showing progress; print and return the run.
+
+    Raises the failure that stopped the run, or the first failure when nothing completed.
+
+    >>> execute_bench(CliState(), args)  # doctest: +SKIP
+    """
+    opts = args.options()
+    s = state.load().settings
+    ep = Endpoint.from_settings(s, headers=state.headers)
+    tok = None if s.tokenizer.path is None else load_tokenizer(s.tokenizer.path)
+    count: Callable[[str], int] | None = None if tok is None else (lambda t: len(tok.encode(t)))
+    label = (opts.label or "bench").replace("/", "-")
+    result_dir = args.result_dir or Path("ttftscope-results") / time.strftime(
+        f"{label}-%Y%m%d-%H%M%S"
+    )
+    with BenchProgress(state.err) as progress:
+        hooks = Hooks(
+            on_stage=progress.stage,
+            on_start=progress.start,
+            on_record=progress.record,
+            on_sample=progress.sample,
+        )
+        coro = run_bench(
+            ep,
+            opts,
+            result_dir=result_dir,
+            count_tokens=count,
+            hooks=hooks,
+            exclude=_excluded_fields(s.observability),
+        )
+        try:
+            run = run_loop(coro)
+        except KeyboardInterrupt:
+            state.err.print(f"interrupted: finished requests and the summary are in {result_dir}")
+            raise
+    _print(run, args.as_json)
+    run.raise_for_abort()
+    _fail_if_nothing_completed(run.records)
+    return run
+
+
+def _print(run: BenchRun, as_json: bool) -> None:
+    if as_json:
+        click.echo(dumps(run.summary))
+        return
+    print_bench_summary(run.summary, make_console())
+    click.echo(f"records: {run.files.records}")
+    click.echo(f"samples: {run.files.samples}")
+    click.echo(f"summary: {run.files.summary}")
+
+
+def _fail_if_nothing_completed(records: list[ProbeRecord]) -> None:
+    measured = [r for r in records if r.phase != "warmup"]
+    if not measured or any(r.ok for r in measured):
+        return
+    first = measured[0]
+    raise_for_result(
+        StreamResult(
+            ok=False,
+            error_kind=first.error_kind,
+            error=first.error,
+            status=first.status,
+            retry_after=first.retry_after,
+        )
+    )
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _workload_options(func: F) -> F:
+    opts = [
+        click.option("--sessions", default=8, show_default=True, type=click.IntRange(1, 10_000),
+                     help="Concurrent coding-agent sessions"),
+        click.option("--context-tokens", default="86000-123000", show_default=True,
+                     help="Session context sizes: a range LOW-HIGH or a list 8000,32000"),
+        click.option("--scale", default=1.0, show_default=True,
+                     type=click.FloatRange(0, 10, min_open=True),
+                     help="Multiply every context size (0.05: a CPU server finishes)"),
+        click.option("--think-time-s", default=0.1, show_default=True,
+                     type=click.FloatRange(0, 3600), help="Mean pause between a session's turns"),
+        click.option("--shared-system-prompt", is_flag=True,
+                     help="All sessions share one system prompt (the smallest context)"),
+        click.option("--replay", type=click.Path(path_type=Path, dir_okay=False),
+                     help="JSONL of chat request bodies to replay as sessions"),
+        click.option("--seed", default=0, show_default=True, type=click.IntRange(0, 2**63 - 1)),
+        click.option("--max-tokens", type=click.IntRange(1, 1_000_000),
+                     help="Tokens to generate per request (default: model.max_tokens)"),
+    ]  # fmt: skip
+    for opt in reversed(opts):
+        func = opt(func)
+    return func
+
+
+def _load_options(func: F) -> F:
+    opts = [
+        click.option("--max-concurrency", type=click.IntRange(1, 100_000),
+                     help="Most requests in flight at once (all shards together)"),
+        click.option("--request-rate", default="inf", show_default=True,
+                     help="Poisson arrivals per second (all shards together), or inf"),
+        click.option("--num-prompts", type=click.IntRange(1, 1_000_000),
+                     help="Requests in the workload (default 100, or the whole replay)"),
+        click.option("--duration", default=900.0, show_default=True,
+                     type=click.FloatRange(0, 86_400, min_open=True),
+                     help="Stop sending after this many seconds"),
+        click.option("--num-warmups", default=1, show_default=True,
+                     type=click.IntRange(0, 1_000), help="Unmeasured requests per target first"),
+        click.option("--metric-percentiles", default="50,90,99", show_default=True),
+        click.option("--result-dir", type=click.Path(path_type=Path, file_okay=False),
+                     help="Records, samples and summary go here (default: ttftscope-results/)"),
+        click.option("--label", help="A name for this run, kept in the summary"),
+        click.option("--extra-body", help="JSON object merged into every request body"),
+        click.option("--target", multiple=True,
+                     help="direct (the base URL) or NAME=URL, repeatable; requests alternate"),
+        click.option("--honour-retry-after", is_flag=True,
+                     help="After a 429, wait its Retry-After and retry (at most twice)"),
+        click.option("--shard", default="1/1", show_default=True,
+                     help="Run the I-th of N disjoint slices of the workload: I/N"),
+        click.option("--run-id", help="Run id shared by all shards (default: from the workload)"),
+        click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON"),
+    ]  # fmt: skip
+    for opt in reversed(opts):
+        func = opt(func)
+    return func
+
+
+@click.command()
+@endpoint_options
+@_workload_options
+@_load_options
+@click.pass_context
+def bench(
+    ctx: click.Context,
+    sessions: int,
+    context_tokens: str,
+    scale: float,
+    think_time_s: float,
+    shared_system_prompt: bool,
+    replay: Path | None,
+    seed: int,
+    max_tokens: int | None,
+    max_concurrency: int | None,
+    request_rate: str,
+    num_prompts: int | None,
+    duration: float,
+    num_warmups: int,
+    metric_percentiles: str,
+    result_dir: Path | None,
+    label: str | None,
+    extra_body: str | None,
+    target: tuple[str, ...],
+    honour_retry_after: bool,
+    shard: str,
+    run_id: str | None,
+    as_json: bool,
+) -> None:
+    """Load-test with concurrent agent sessions: TTFT percentiles, queue, server parts."""
+    args = BenchArgs(
+        sessions=sessions,
+        context_tokens=context_tokens,
+        scale=scale,
+        think_time_s=think_time_s,
+        shared_system_prompt=shared_system_prompt,
+        replay=replay,
+        seed=seed,
+        max_tokens=max_tokens,
+        max_concurrency=max_concurrency,
+        request_rate=request_rate,
+        num_prompts=num_prompts,
+        duration=duration,
+        num_warmups=num_warmups,
+        metric_percentiles=metric_percentiles,
+        result_dir=result_dir,
+        label=label,
+        extra_body=extra_body,
+        target=target,
+        honour_retry_after=honour_retry_after,
+        shard=shard,
+        run_id=run_id,
+        as_json=as_json,
+    )
+    execute_bench(cli_state(ctx), args)

@@ -1,0 +1,127 @@
+"""``ttftscope bench`` on the real local vLLM: direct and through the token-id gateway.
+
+One scaled run (4 sessions, contexts at 5% of 86K-123K tokens) is shared by the tests of
+this module. Each run takes a fresh seed, so its first turns are cold even on a server an
+earlier run warmed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ttftscope.bench.options import BenchOptions, TargetSpec
+from ttftscope.bench.runner import BenchRun, run_bench
+from ttftscope.bench.sampler import Sample
+from ttftscope.bench.summary import BenchSummary
+from ttftscope.client.endpoint import Endpoint
+from ttftscope.config.schema import GatewaySettings, UpstreamSettings, derive_metrics_url
+from ttftscope.gateway.serve import BackgroundGateway
+from ttftscope.localserver.model import model_dir
+from ttftscope.localserver.state import LocalServer
+from ttftscope.records import read_records_report
+
+pytestmark = pytest.mark.e2e
+
+SESSIONS = 4
+PROMPTS = 16
+# vLLM 0.32's default max_num_seqs for its API server on a CPU
+VLLM_CPU_DEFAULT_MAX_NUM_SEQS = 128
+
+
+def max_num_seqs(server: LocalServer) -> int:
+    """The server's --max-num-seqs, read from the command line its log starts with."""
+    try:
+        first = Path(server.log_path).read_text(errors="replace").splitlines()[0]
+    except (OSError, IndexError):
+        return VLLM_CPU_DEFAULT_MAX_NUM_SEQS
+    found = re.search(r"--max-num-seqs[ =](\d+)", first)
+    return int(found[1]) if found else VLLM_CPU_DEFAULT_MAX_NUM_SEQS
+
+
+@pytest.fixture(scope="module")
+def bench_run(vllm: LocalServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[BenchRun]:
+    upstream = UpstreamSettings(base_url=vllm.base_url, model_dir=model_dir())
+    with BackgroundGateway(GatewaySettings(upstreams={"local": upstream})) as gw:
+        ep = Endpoint(
+            base_url=vllm.base_url,
+            metrics_url=derive_metrics_url(vllm.base_url),
+            model=vllm.model,
+            timeout_s=300,
+            max_tokens=4,
+        )
+        opts = BenchOptions(
+            sessions=SESSIONS,
+            scale=0.05,
+            num_prompts=PROMPTS,
+            think_time_s=0.05,
+            seed=time.time_ns() % 2**32,
+            targets=(TargetSpec("direct"), TargetSpec("gateway", gw.base_url)),
+            duration_s=150,
+        )
+        result_dir = tmp_path_factory.mktemp("bench")
+        yield asyncio.run(run_bench(ep, opts, result_dir=result_dir))
+
+
+def test_a_bench_direct_and_through_the_gateway_completes(bench_run: BenchRun) -> None:
+    s = bench_run.summary
+    assert bench_run.abort is None and s["failed"] == 0, s["failures"]
+    assert s["completed"] == PROMPTS and s["cold_requests"] == SESSIONS
+    for name in ("direct", "gateway"):
+        target = s["targets"][name]
+        assert target["completed"] == PROMPTS // 2
+        assert target["median_ttft_ms"] > 0 and target["p99_ttft_ms"] >= target["median_ttft_ms"]
+        assert target["median_tpot_ms"] > 0 and target["median_itl_ms"] > 0
+    assert s["context_tokens"] == "4300-6150" and s["mean_ttft_ms"] < s["mean_e2el_ms"]
+
+
+def test_the_summary_and_the_records_validate(bench_run: BenchRun) -> None:
+    BenchSummary.model_validate(json.loads(bench_run.files.summary.read_text()))
+    got = read_records_report(bench_run.files.records)
+    assert got.skipped == 0 and len(got.records) == PROMPTS + 2  # one warmup per target
+    measured = [r for r in got.records if r.phase != "warmup"]
+    assert {(r.session, r.turn) for r in measured} == {
+        (s, t) for s in range(SESSIONS) for t in range(PROMPTS // SESSIONS)
+    }
+    assert all(r.ok and r.prompt_tokens and r.prompt_tokens > 4000 for r in measured)
+    # every turn after the first extends its own conversation: the server finds it cached
+    warm = [r for r in measured if r.phase == "warm"]
+    assert (
+        all((r.cached_tokens or 0) > 0 for r in warm) or bench_run.summary["prefix_hit_rate"] > 0.5
+    )
+
+
+def test_the_servers_metrics_were_sampled_and_aggregated(bench_run: BenchRun) -> None:
+    s = bench_run.summary
+    lines = bench_run.files.samples.read_text().splitlines()
+    samples = [Sample.model_validate_json(line) for line in lines]
+    engines = {x.engine for x in samples if x.ok}
+    assert {"vllm-v1", "unknown"} <= engines  # the server, and the gateway's own metrics
+    assert s["server_requests"] >= PROMPTS  # the gateway's requests reach the same server
+    assert s["server_mean_prefill_ms"] > 0 and s["server_mean_ttft_ms"] > 0
+    assert s["prefix_hit_rate"] > 0.3
+    gateway = next(v for v in s["servers"].values() if v["targets"] == ["gateway"])
+    assert gateway["gateway"]["ttftscope_gateway_requests_total"] == PROMPTS // 2
+    assert any(x.gateway.get("ttftscope_gateway_requests_total") for x in samples)
+
+
+def test_the_waiting_queue_is_seen_when_sessions_exceed_max_num_seqs(
+    bench_run: BenchRun, vllm: LocalServer
+) -> None:
+    seqs = max_num_seqs(vllm)
+    if seqs >= SESSIONS:
+        pytest.skip(
+            f"the shared e2e server runs with max-num-seqs {seqs}, not below {SESSIONS} "
+            "sessions: start it with extra_args ('--max-num-seqs', '2') in "
+            "tests/e2e/conftest.py (SERVER_ARGS) to see requests wait"
+        )
+    s = bench_run.summary
+    assert s["peak_waiting"] > 0 and s["mean_waiting"] > 0
+    assert s["targets"]["direct"]["peak_waiting"] > 0
+    assert s["server_mean_queue_ms"] > 0
