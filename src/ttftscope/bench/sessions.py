@@ -11,16 +11,14 @@ the rest of its context as a first user message (the files it read).
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import hashlib
-import threading
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from ttftscope.bench.workload import SessionPlan, TurnPlan
-from ttftscope.probe.workload import BuildStopped, agent_turn, build_context
+from ttftscope.probe.workload import TokenCounter as TokenCounter
+from ttftscope.probe.workload import agent_turn, build_context_async
 
 SYSTEM_PROMPT = "You are a coding agent. Work carefully.\n"
 ASSISTANT_REPLY = "Understood. Continuing."
@@ -28,7 +26,6 @@ FILES_ACK = "Read them."
 # agent_turn's index space: one block of turn numbers per session
 _TURNS_PER_SESSION = 1_000_003
 
-TokenCounter = Callable[[str], Coroutine[Any, Any, int]]
 Message = dict[str, str]
 
 
@@ -107,41 +104,6 @@ def _seed_of(*parts: object) -> int:
     return int(hashlib.sha256(repr(parts).encode()).hexdigest()[:12], 16)
 
 
-async def build_context_async(tokens: int, seed: int, counter: TokenCounter) -> str:
-    """:func:`~ttftscope.probe.workload.build_context` on a worker thread, async counter.
-
-    Cancelling the caller (Ctrl-C) tells the thread to stop; it does within ~0.1 s.
-
-    >>> async def count(text: str) -> int:
-    ...     return len(text) // 4
-    >>> abs(len(asyncio.run(build_context_async(1000, 1, count))) // 4 - 1000) <= 20
-    True
-    """
-    if tokens <= 0:
-        return ""
-    loop = asyncio.get_running_loop()
-    stop = threading.Event()
-
-    def count(text: str) -> int:
-        fut = asyncio.run_coroutine_threadsafe(counter(text), loop)
-        while True:
-            if stop.is_set():
-                fut.cancel()
-                raise BuildStopped("stopped while counting tokens")
-            try:
-                return int(fut.result(timeout=0.1))
-            except concurrent.futures.TimeoutError:
-                continue
-
-    try:
-        return await asyncio.to_thread(
-            build_context, tokens, count, seed=seed, should_stop=stop.is_set
-        )
-    except BaseException:
-        stop.set()
-        raise
-
-
 @dataclass(frozen=True)
 class ContextRecipe:
     """How the sessions' contexts are made: seed, workload key and the shared part."""
@@ -159,6 +121,7 @@ async def build_sessions(
 ) -> list[SyntheticSession]:
     """Build every planned session's context (token-counted) and turn texts, in order.
 
+    >>> import asyncio
     >>> async def count(text: str) -> int:
     ...     return len(text) // 4
     >>> plan = SessionPlan(0, 100, (TurnPlan(0, 0, 0, 300, 0.0, 0),))

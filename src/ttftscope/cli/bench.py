@@ -42,10 +42,9 @@ from ttftscope.bench.runner import BenchRun, Hooks, run_bench
 from ttftscope.bench.sampler import Sample
 from ttftscope.bench.table import print_bench_summary
 from ttftscope.cli.console import make_console
-from ttftscope.cli.options import CliState, cli_state, dumps, endpoint_options
+from ttftscope.cli.options import CliState, cli_state, dumps, endpoint_options, excluded_fields
 from ttftscope.client.endpoint import Endpoint
 from ttftscope.client.stream import StreamResult, raise_for_result
-from ttftscope.config.schema import ObservabilitySettings
 from ttftscope.records import ProbeRecord
 from ttftscope.tokenization.loader import load_tokenizer
 
@@ -189,18 +188,6 @@ class BenchArgs:
         )
 
 
-def _excluded_fields(obs: ObservabilitySettings) -> set[str]:
-    """Record fields the observability settings say not to write (as the probe does)."""
-    out: set[str] = set()
-    if not obs.record_ttft:
-        out |= {"client_ttft_ms", "wire_ttft_ms", "server_ttft_ms"}
-    if not obs.record_tokenize_ms:
-        out.add("tokenize_ms")
-    if not obs.record_queue_ms:
-        out.add("queue_ms")
-    return out
-
-
 def run_loop(coro: Coroutine[Any, Any, T]) -> T:
     """Run a coroutine on uvloop: the load generator's event loop is its measuring clock.
 
@@ -242,7 +229,7 @@ def execute_bench(state: CliState, args: BenchArgs) -> BenchRun:
             result_dir=result_dir,
             count_tokens=count,
             hooks=hooks,
-            exclude=_excluded_fields(s.observability),
+            exclude=excluded_fields(s.observability),
         )
         try:
             run = run_loop(coro)

@@ -23,6 +23,7 @@ from ttftscope.cli.console import make_console
 from ttftscope.config.checks import check_header
 from ttftscope.config.loader import LoadedSettings, load_settings
 from ttftscope.config.redact import header_secrets
+from ttftscope.config.schema import ObservabilitySettings
 from ttftscope.errors import ConfigError
 from ttftscope.localserver import process
 
@@ -222,3 +223,19 @@ def dumps(data: object) -> str:
     }
     """
     return json.dumps(data, indent=2, default=str)
+
+
+def excluded_fields(obs: ObservabilitySettings) -> set[str]:
+    """Record fields the observability settings say not to write.
+
+    >>> sorted(excluded_fields(ObservabilitySettings(record_queue_ms=False)))
+    ['queue_ms']
+    """
+    out: set[str] = set()
+    if not obs.record_ttft:
+        out |= {"client_ttft_ms", "wire_ttft_ms", "server_ttft_ms"}
+    if not obs.record_tokenize_ms:
+        out.add("tokenize_ms")
+    if not obs.record_queue_ms:
+        out.add("queue_ms")
+    return out

@@ -14,14 +14,20 @@ from typing import Any, TypeVar
 import click
 
 from ttftscope.cli.console import make_console
-from ttftscope.cli.options import CliState, cli_state, dumps, endpoint_options, run_async
+from ttftscope.cli.options import (
+    CliState,
+    cli_state,
+    dumps,
+    endpoint_options,
+    excluded_fields,
+    run_async,
+)
 from ttftscope.cli.progress import RequestProgress
 from ttftscope.cli.report import report
 from ttftscope.client.endpoint import Endpoint
 from ttftscope.client.stream import StreamResult, raise_for_result
 from ttftscope.config.schema import (
     GatewaySettings,
-    ObservabilitySettings,
     Settings,
     UpstreamSettings,
 )
@@ -100,18 +106,6 @@ def _fmt(v: float | None) -> str:
     return "–" if v is None else f"{v:.1f}"
 
 
-def _excluded_fields(obs: ObservabilitySettings) -> set[str]:
-    """Record fields the observability settings say not to write."""
-    out: set[str] = set()
-    if not obs.record_ttft:
-        out |= {"client_ttft_ms", "wire_ttft_ms", "server_ttft_ms"}
-    if not obs.record_tokenize_ms:
-        out.add("tokenize_ms")
-    if not obs.record_queue_ms:
-        out.add("queue_ms")
-    return out
-
-
 def _open_writer(s: Settings, result_dir: Path | None) -> RecordWriter | None:
     if result_dir is None and s.debug.log_request_timing:
         result_dir = Path("ttftscope-results")
@@ -119,7 +113,7 @@ def _open_writer(s: Settings, result_dir: Path | None) -> RecordWriter | None:
         return None
     stamp = time.strftime("%Y%m%d-%H%M%S")
     return RecordWriter(
-        result_dir / f"probe-{stamp}.jsonl", exclude=_excluded_fields(s.observability)
+        result_dir / f"probe-{stamp}.jsonl", exclude=excluded_fields(s.observability)
     )
 
 

@@ -11,12 +11,10 @@ for a coding agent. ``ab="ids"`` sends the same prompts as text and as token ids
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import functools
-import threading
 import time
 import uuid
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -41,7 +39,7 @@ from ttftscope.metrics.prom import MetricsSnapshot, delta
 from ttftscope.metrics.scrape import ascrape
 from ttftscope.probe.decompose import RequestIdentity, add_server_view, client_record
 from ttftscope.probe.limits import check_sizes
-from ttftscope.probe.workload import BuildStopped, agent_turn, build_context
+from ttftscope.probe.workload import agent_turn, build_context_async
 from ttftscope.records import Phase, ProbeRecord, RecordWriter, Variant
 from ttftscope.tokenization.loader import Tokenizer
 
@@ -140,9 +138,12 @@ class Prober:
     async def _context(self, size: int) -> str:
         if size <= 0:
             return ""
-        return await _build_context_async(
-            size, self.count_tokens, seed=self.opts.seed + size, salt=self.opts.salt
-        )
+        header = f"# session {self.opts.salt}\n"  # salted: the first request is really cold
+
+        async def count(text: str) -> int:
+            return await self.count_tokens(header + text)
+
+        return header + await build_context_async(size, self.opts.seed + size, count)
 
     async def send(self, req: _Request, phase: Phase, context_tokens: int) -> ProbeRecord:
         """One request: scrape, (tokenize), stream, scrape until settled, record, check."""
@@ -334,39 +335,6 @@ class Prober:
 def _messages(ctx: str, history: list[dict[str, str]], turn: str) -> list[dict[str, str]]:
     system = "You are a coding agent. Work carefully.\n" + ctx
     return [{"role": "system", "content": system}, *history, {"role": "user", "content": turn}]
-
-
-async def _build_context_async(
-    size: int, counter: Callable[[str], Coroutine[Any, Any, int]], *, seed: int, salt: str
-) -> str:
-    """Run :func:`build_context` on a worker thread with an async token counter.
-
-    If the probe is cancelled (Ctrl-C), the thread is told to stop and stops within ~0.1 s,
-    so the interpreter never waits on a build nobody wants.
-    """
-    loop = asyncio.get_running_loop()
-    header = f"# session {salt}\n"
-    stop = threading.Event()
-
-    def sync_count(text: str) -> int:
-        fut = asyncio.run_coroutine_threadsafe(counter(header + text), loop)
-        while True:
-            if stop.is_set():
-                fut.cancel()
-                raise BuildStopped("stopped while counting tokens")
-            try:
-                return int(fut.result(timeout=0.1))
-            except concurrent.futures.TimeoutError:
-                continue
-
-    try:
-        body = await asyncio.to_thread(
-            build_context, size, sync_count, seed=seed, should_stop=stop.is_set
-        )
-    except BaseException:
-        stop.set()
-        raise
-    return header + body
 
 
 async def run_probe(

@@ -8,8 +8,15 @@ non-ASCII, so tokenizers and prefix caches see realistic material. Same seed, sa
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import random
-from collections.abc import Callable, Iterator
+import threading
+from collections.abc import Callable, Coroutine, Iterator
+from typing import Any
+
+# An async token count (the server's /tokenize, or a local tokenizer behind a coroutine)
+TokenCounter = Callable[[str], Coroutine[Any, Any, int]]
 
 _WORDS = (
     "request token cache prefix server client latency queue batch schedule encode decode "
@@ -165,3 +172,38 @@ def _trim_to(text: str, chars: int) -> str:
     # cut at a line end so the context never ends mid-word
     end = text.rfind("\n", 0, chars)
     return text[: end + 1] if end > 0 else text[:chars]
+
+
+async def build_context_async(tokens: int, seed: int, counter: TokenCounter) -> str:
+    """:func:`build_context` on a worker thread, async counter.
+
+    Cancelling the caller (Ctrl-C) tells the thread to stop; it does within ~0.1 s.
+
+    >>> async def count(text: str) -> int:
+    ...     return len(text) // 4
+    >>> abs(len(asyncio.run(build_context_async(1000, 1, count))) // 4 - 1000) <= 20
+    True
+    """
+    if tokens <= 0:
+        return ""
+    loop = asyncio.get_running_loop()
+    stop = threading.Event()
+
+    def count(text: str) -> int:
+        fut = asyncio.run_coroutine_threadsafe(counter(text), loop)
+        while True:
+            if stop.is_set():
+                fut.cancel()
+                raise BuildStopped("stopped while counting tokens")
+            try:
+                return int(fut.result(timeout=0.1))
+            except concurrent.futures.TimeoutError:
+                continue
+
+    try:
+        return await asyncio.to_thread(
+            build_context, tokens, count, seed=seed, should_stop=stop.is_set
+        )
+    except BaseException:
+        stop.set()
+        raise
