@@ -14,13 +14,14 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Literal
+from typing import IO, Literal, TypeVar
 
 from pydantic import BaseModel, Field, ValidationError
 
 from ttftscope.errors import ConfigError, FailureKind
 
 SCHEMA_VERSION = 1
+M = TypeVar("M", bound=BaseModel)
 
 Phase = Literal["warmup", "cold", "warm"]
 # chat: chat text to /v1/chat/completions; text / ids: the A/B pair on /v1/completions;
@@ -218,21 +219,35 @@ def read_records_report(path: Path) -> RecordsRead:
     (1, (2,))
     """
     try:
-        raw = path.read_bytes()
-    except (FileNotFoundError, NotADirectoryError):
-        return RecordsRead([])
+        records, skipped = valid_lines(path, ProbeRecord)
     except OSError as exc:
         raise _unreadable(path, exc) from None
-    records: list[ProbeRecord] = []
+    return RecordsRead(records, skipped)
+
+
+def valid_lines(path: Path, model: type[M]) -> tuple[list[M], tuple[int, ...]]:
+    """Every ``\n``-ended line of ``path`` that is a valid ``model``; numbers of the rest.
+
+    Blank lines are ignored and a missing file has none; other ``OSError`` s are the
+    caller's to explain (a records file and a samples file say different things).
+
+    >>> valid_lines(Path("/nonexistent.jsonl"), ProbeRecord)
+    ([], ())
+    """
+    try:
+        raw = path.read_bytes()
+    except (FileNotFoundError, NotADirectoryError):
+        return [], ()
+    items: list[M] = []
     skipped: list[int] = []
     for number, line in enumerate(raw.split(b"\n"), start=1):
         if not line.strip():
             continue
         try:  # pydantic's parser also rejects bad UTF-8, huge numbers and deep nesting
-            records.append(ProbeRecord.model_validate_json(line))
+            items.append(model.model_validate_json(line))
         except ValidationError:
             skipped.append(number)
-    return RecordsRead(records, tuple(skipped))
+    return items, tuple(skipped)
 
 
 def _unreadable(path: Path, exc: OSError) -> ConfigError:

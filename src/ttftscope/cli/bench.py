@@ -20,12 +20,8 @@ import click
 import uvloop
 from rich.console import Console
 from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
     Progress,
     TaskID,
-    TextColumn,
-    TimeElapsedColumn,
 )
 
 from ttftscope.bench.live import LiveStats
@@ -43,6 +39,7 @@ from ttftscope.bench.sampler import Sample
 from ttftscope.bench.table import print_bench_summary
 from ttftscope.cli.console import make_console
 from ttftscope.cli.options import CliState, cli_state, dumps, endpoint_options, excluded_fields
+from ttftscope.cli.progress import live_bar
 from ttftscope.client.endpoint import Endpoint
 from ttftscope.client.stream import StreamResult, raise_for_result
 from ttftscope.records import ProbeRecord
@@ -74,16 +71,7 @@ class BenchProgress:
 
     def __enter__(self) -> BenchProgress:
         if self.console.is_terminal:
-            self._bar = Progress(
-                TextColumn("{task.description}"),
-                BarColumn(bar_width=12),
-                MofNCompleteColumn(),
-                TimeElapsedColumn(),
-                console=self.console,
-                transient=True,
-            )
-            self._bar.start()
-            self._task = self._bar.add_task("bench: starting", total=None)
+            self._bar, self._task = live_bar(self.console, "bench: starting", None, 12)
         return self
 
     def __exit__(

@@ -20,6 +20,26 @@ from ttftscope.records import ProbeRecord
 _PLAIN_EVERY_S = 10.0  # into a pipe: one status line at most this often, plus each stage
 
 
+def live_bar(
+    console: Console, description: str, total: int | None, width: int
+) -> tuple[Progress, TaskID]:
+    """A started, transient progress bar (description, bar, done/total, elapsed) and its task.
+
+    >>> import io
+    >>> bar, task = live_bar(Console(file=io.StringIO()), "x", 3, 10); bar.stop()
+    """
+    bar = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(bar_width=width),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    )
+    bar.start()
+    return bar, bar.add_task(description, total=total)
+
+
 class RequestProgress:
     """Counts finished requests out of ``total`` and shows what the probe is doing.
 
@@ -39,16 +59,7 @@ class RequestProgress:
 
     def __enter__(self) -> RequestProgress:
         if self.console.is_terminal:
-            self._bar = Progress(
-                TextColumn("{task.description}"),
-                BarColumn(bar_width=20),
-                MofNCompleteColumn(),
-                TimeElapsedColumn(),
-                console=self.console,
-                transient=True,
-            )
-            self._bar.start()
-            self._task = self._bar.add_task("probe: starting", total=self.total)
+            self._bar, self._task = live_bar(self.console, "probe: starting", self.total, 20)
         return self
 
     def __exit__(

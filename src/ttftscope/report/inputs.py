@@ -20,6 +20,7 @@ from typing import TypeVar
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
 from ttftscope.errors import ConfigError
+from ttftscope.records import valid_lines
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -136,21 +137,9 @@ def read_jsonl(path: Path, model: type[M]) -> tuple[list[M], tuple[int, ...]]:
     ([0.0, 0.5], (3, 5))
     """
     try:
-        raw = path.read_bytes()
-    except (FileNotFoundError, NotADirectoryError):
-        return [], ()
+        return valid_lines(path, model)
     except OSError as exc:
         raise _unreadable(path, exc) from None
-    items: list[M] = []
-    skipped: list[int] = []
-    for number, line in enumerate(raw.split(b"\n"), start=1):
-        if not line.strip():
-            continue
-        try:  # pydantic's parser also rejects bad UTF-8, huge numbers and deep nesting
-            items.append(model.model_validate_json(line))
-        except ValidationError:
-            skipped.append(number)
-    return items, tuple(skipped)
 
 
 def read_summary(path: Path, model: type[M]) -> tuple[M | None, tuple[str, ...]]:
