@@ -173,6 +173,7 @@ async def size_run(
                 file=sys.stderr,
             )
     med = {v: statistics.median(times[v]) for v in VARIANTS}
+    pairs = list(zip(times["direct_text"], times["direct_ids"], times["gateway"], strict=True))
     return {
         "context_tokens": len(tok.encode(renderer.render(conv.messages))),
         "direct_text_median_ttft_ms": round(med["direct_text"], 1),
@@ -180,6 +181,10 @@ async def size_run(
         "gateway_median_ttft_ms": round(med["gateway"], 1),
         "text_over_gateway": round(med["direct_text"] / med["gateway"], 3),
         "gateway_over_ids": round(med["gateway"] / med["direct_ids"], 3),
+        # the same ratios per round (its requests ran seconds apart), then their median:
+        # steadier than the ratio of medians when other work on the machine comes and goes
+        "text_over_gateway_paired": round(statistics.median(t / g for t, _, g in pairs), 3),
+        "gateway_over_ids_paired": round(statistics.median(g / i for _, i, g in pairs), 3),
         "requests": sum(len(t) for t in times.values()),
     }
 
@@ -193,7 +198,8 @@ async def short_run(urls: dict[str, str], model: str, pairs: int) -> dict[str, A
         "max_tokens": 4,
         "ignore_eos": True,
     }
-    direct, via = [], []
+    direct: list[float] = []
+    via: list[float] = []
     async with httpx.AsyncClient(timeout=60) as client:
         for i in range(pairs + 10):
             first, second = ("direct", "gateway") if i % 2 else ("gateway", "direct")
@@ -206,6 +212,9 @@ async def short_run(urls: dict[str, str], model: str, pairs: int) -> dict[str, A
         "short_direct_ms_p50": round(statistics.median(direct), 3),
         "short_gateway_ms_p50": round(statistics.median(via), 3),
         "short_overhead_ms_p50": round(statistics.median(via) - statistics.median(direct), 3),
+        "short_overhead_ms_paired_p50": round(
+            statistics.median(v - d for v, d in zip(via, direct, strict=True)), 3
+        ),
         "short_pairs": pairs,
     }
 

@@ -70,7 +70,8 @@ def test_ids_mode_sends_the_exact_ids_with_the_chat_request(
             sent = upstream.last_request.json()
             want = qwen2.encode(ChatRenderer(qwen2).render(CHAT))
             assert sent["kv_transfer_params"]["prompt_token_ids"] == want
-            assert sent["messages"] == CHAT
+            # vLLM reads roles (not text) of messages that come with ids: text stays home
+            assert sent["messages"] == [{**m, "content": ""} for m in CHAT]
         metrics = httpx.get(f"http://127.0.0.1:{gw.port}/metrics").text
     assert 'ttftscope_gateway_requests_total{mode="ids",route="chat"' in metrics
     assert 'ttftscope_gateway_upstream_api{api="chat-ids",upstream="ids"} 1.0' in metrics
@@ -156,3 +157,10 @@ def test_completions_api_translates_the_answer_to_chat(
         streamed = _post(gw, "/chat/completions", {**body, "stream": True})
         assert '"object":"chat.completion.chunk"' in streamed.text.replace(" ", "")
         assert streamed.text.rstrip().endswith("data: [DONE]")
+
+
+def test_the_chat_routes_answer_other_methods_with_405(upstream: FaultServer) -> None:
+    with GatewayServer(_settings(upstream)) as gw:
+        for path in ("/chat/completions", "/completions"):
+            resp = httpx.get(gw.base_url + path, timeout=30)
+            assert resp.status_code == 405 and "POST" in resp.json()["error"]["message"]

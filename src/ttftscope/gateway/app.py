@@ -1,8 +1,9 @@
-"""The gateway's Starlette app: OpenAI routes in, token ids (or text) to the right upstream.
+"""The gateway's app: OpenAI routes in, token ids (or text) to the right upstream.
 
-Routes: ``POST /v1/chat/completions`` and ``/v1/completions`` (routed by ``model``),
-``GET /v1/models`` (the union), ``GET /health``, ``GET /metrics``; anything else is an
-OpenAI-format 404. See :mod:`ttftscope.gateway` for what each stage owns.
+Routes: ``POST /v1/chat/completions`` and ``/v1/completions`` (routed by ``model``; served
+as plain ASGI, :mod:`ttftscope.gateway.asgi`), ``GET /v1/models`` (the union),
+``GET /health``, ``GET /metrics`` (Starlette); anything else is an OpenAI-format 404. See
+:mod:`ttftscope.gateway` for what each stage owns.
 
 >>> app = create_app(GatewaySettings())  # doctest: +SKIP
 """
@@ -13,18 +14,29 @@ import contextlib
 import hmac
 import logging
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
 import orjson
 from starlette.applications import Starlette
-from starlette.requests import ClientDisconnect, Request
+from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from ttftscope.config.schema import GatewaySettings
+from ttftscope.gateway.asgi import (
+    BodyTooLarge,
+    ClientGone,
+    HotPath,
+    Receive,
+    Scope,
+    header,
+    read_body,
+)
 from ttftscope.gateway.forward import forward, openai_error
+from ttftscope.gateway.idsbody import chat_ids_body, splice_ids
 from ttftscope.gateway.metrics import GatewayMetrics
+from ttftscope.gateway.requestlog import RequestLog
 from ttftscope.gateway.sessions import Encoded
 from ttftscope.gateway.translate import (
     CannotTranslate,
@@ -61,8 +73,11 @@ class Gateway:
         self.keys = [k.strip().encode() for k in raw.split(",") if k.strip()]
         self.max_body = int(settings.max_body_mb * (1 << 20))
         self._seen: dict[tuple[str, str], float] = {}
+        self.request_log = RequestLog.from_settings(settings.request_log, settings.log_prompts)
 
     async def start(self) -> None:
+        if self.request_log is not None:
+            self.request_log.open()
         share = (self.settings.cache_mb << 20) // max(1, len(self.upstreams))
         for up in self.upstreams:
             await up.start(cache_bytes=share, shadow_every=self.settings.shadow_every, env=self.env)
@@ -71,28 +86,27 @@ class Gateway:
     async def close(self) -> None:
         for up in self.upstreams:
             await up.close()
+        if self.request_log is not None:
+            self.request_log.close()
 
     # -- request plumbing ----------------------------------------------------------------
-    def check_key(self, request: Request) -> None:
+    def check_key(self, authorization: str | None) -> None:
         """Refuse a request without a valid inbound key (when keys are configured)."""
         if not self.keys:
             return
-        given = request.headers.get("authorization", "").removeprefix("Bearer ").strip().encode()
+        given = (authorization or "").removeprefix("Bearer ").strip().encode()
         # compare with every key, always: timing says nothing about which one came close
         if sum(hmac.compare_digest(given, key) for key in self.keys) == 0:
             raise BadRequest(401, "a valid gateway API key is required (Authorization: Bearer)")
 
-    async def body(self, request: Request) -> tuple[bytes, dict[str, Any]]:
-        declared = request.headers.get("content-length")
+    async def body(self, scope: Scope, receive: Receive) -> tuple[bytes, dict[str, Any]]:
+        declared = header(scope["headers"], "content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_body:
             raise BadRequest(413, self._too_large())
-        chunks, size = [], 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > self.max_body:
-                raise BadRequest(413, self._too_large())
-            chunks.append(chunk)
-        raw = b"".join(chunks)
+        try:
+            raw = await read_body(receive, self.max_body)
+        except BodyTooLarge:
+            raise BadRequest(413, self._too_large()) from None
         try:
             body = orjson.loads(raw)
         except orjson.JSONDecodeError as exc:
@@ -158,18 +172,20 @@ class Gateway:
 
 
 # -- routes ------------------------------------------------------------------------------
-async def chat_completions(request: Request) -> Response:
-    gw: Gateway = request.app.state.gateway
+async def chat_completions(gw: Gateway, scope: Scope, receive: Receive) -> Response:
     up: Upstream | None = None
     mode = "text"
     try:
-        gw.check_key(request)
-        raw, body = await gw.body(request)
+        headers = scope["headers"]
+        gw.check_key(header(headers, "authorization"))
+        raw, body = await gw.body(scope, receive)
         up = await gw.route(body["model"])
-        mode, response = await _chat(gw, up, raw, body, request.headers.get(SESSION_HEADER))
+        if gw.request_log is not None:
+            gw.request_log.write(body, model=body["model"], upstream=up.name)
+        mode, response = await _chat(gw, up, raw, body, header(headers, SESSION_HEADER))
     except BadRequest as exc:
         response = openai_error(exc.status, exc.message)
-    except ClientDisconnect:
+    except ClientGone:
         response = Response(status_code=499)
     return gw.count("chat", up, mode, response)
 
@@ -201,7 +217,7 @@ async def _chat(
     if not await gw.verifier.agrees(up, body, enc.ids):
         return await as_text("verify_mismatch")
     if up.api == "chat-ids":
-        data = orjson.dumps({**body, "kv_transfer_params": {"prompt_token_ids": enc.ids}})
+        data = chat_ids_body(body, enc.ids)
         return "ids", await forward(
             up, "/chat/completions", data, stream=stream, metrics=gw.metrics
         )
@@ -212,12 +228,12 @@ async def _via_completions(
     gw: Gateway, up: Upstream, raw: bytes, body: dict[str, Any], ids: list[int], stream: bool
 ) -> tuple[str, Response]:
     try:
-        data = orjson.dumps(
-            completions_body(body, ids, max_model_len=up.max_model_len.get(body["model"]))
-        )
+        out = completions_body(body, ids, max_model_len=up.max_model_len.get(body["model"]))
     except CannotTranslate as exc:
         mode = gw.passthrough(up, exc.reason)
         return mode, await forward(up, "/chat/completions", raw, stream=stream, metrics=gw.metrics)
+    del out["prompt"]  # the ids go in as one array, not through a dict re-dump
+    data = splice_ids(out, "prompt", ids)
     model = body["model"]
     if stream:
         options = body.get("stream_options")
@@ -240,27 +256,27 @@ async def _via_completions(
     )
 
 
-async def completions(request: Request) -> Response:
-    gw: Gateway = request.app.state.gateway
+async def completions(gw: Gateway, scope: Scope, receive: Receive) -> Response:
     up: Upstream | None = None
     mode = "text"
     try:
-        gw.check_key(request)
-        raw, body = await gw.body(request)
+        gw.check_key(header(scope["headers"], "authorization"))
+        raw, body = await gw.body(scope, receive)
         up = await gw.route(body["model"])
         stream = body.get("stream") is True
         prompt = body.get("prompt")
         data = raw
         if up.cache is not None and up.api is not None and isinstance(prompt, str):
-            enc = await up.cache.encode(prompt, request.headers.get(SESSION_HEADER))
+            enc = await up.cache.encode(prompt, header(scope["headers"], SESSION_HEADER))
             gw.account(up, enc)
-            data, mode = orjson.dumps({**body, "prompt": enc.ids}), "ids"
+            rest = {k: v for k, v in body.items() if k != "prompt"}
+            data, mode = splice_ids(rest, "prompt", enc.ids), "ids"
         elif up.api is not None:
             mode = gw.passthrough(up, "prompt_not_text")
         response = await forward(up, "/completions", data, stream=stream, metrics=gw.metrics)
     except BadRequest as exc:
         response = openai_error(exc.status, exc.message)
-    except ClientDisconnect:
+    except ClientGone:
         response = Response(status_code=499)
     return gw.count("completions", up, mode, response)
 
@@ -268,7 +284,7 @@ async def completions(request: Request) -> Response:
 async def models(request: Request) -> Response:
     gw: Gateway = request.app.state.gateway
     try:
-        gw.check_key(request)
+        gw.check_key(request.headers.get("authorization"))
     except BadRequest as exc:
         return openai_error(exc.status, exc.message)
     data = []
@@ -305,7 +321,11 @@ async def not_served(request: Request) -> Response:
     )
 
 
-def create_app(settings: GatewaySettings, *, env: Mapping[str, str] | None = None) -> Starlette:
+def method_not_allowed(method: str, path: str) -> Response:
+    return openai_error(405, f"{method} {path}: only POST is served here")
+
+
+def create_app(settings: GatewaySettings, *, env: Mapping[str, str] | None = None) -> HotPath:
     """The gateway as an ASGI app; upstreams are probed when it starts (lifespan).
 
     >>> from ttftscope.config.schema import GatewaySettings
@@ -323,8 +343,6 @@ def create_app(settings: GatewaySettings, *, env: Mapping[str, str] | None = Non
             await gateway.close()
 
     routes = [
-        Route("/v1/chat/completions", chat_completions, methods=["POST"]),
-        Route("/v1/completions", completions, methods=["POST"]),
         Route("/v1/models", models, methods=["GET"]),
         Route("/health", health, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
@@ -332,4 +350,14 @@ def create_app(settings: GatewaySettings, *, env: Mapping[str, str] | None = Non
     ]
     app = Starlette(routes=routes, lifespan=lifespan)
     app.state.gateway = gateway
-    return app
+
+    def bound(
+        handler: Callable[[Gateway, Scope, Receive], Awaitable[Response]],
+    ) -> Callable[[Scope, Receive], Awaitable[Response]]:
+        return lambda scope, receive: handler(gateway, scope, receive)
+
+    hot = {
+        "/v1/chat/completions": bound(chat_completions),
+        "/v1/completions": bound(completions),
+    }
+    return HotPath(app, hot, method_not_allowed)

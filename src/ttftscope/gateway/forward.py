@@ -63,12 +63,9 @@ async def forward(
     ``rewrite_stream`` (feed, close) turns upstream SSE into other SSE (completions → chat);
     ``rewrite_body`` does the same for a whole 200 answer.
     """
-    assert up.session is not None
     t0 = time.perf_counter()
     try:
-        resp = await up.session.post(
-            up.url(path), data=data, headers=up.headers, timeout=up.timeout()
-        )
+        resp = await _post(up, path, data)
     except TimeoutError:
         return openai_error(504, f"upstream {up.name!r} did not answer in time")
     except aiohttp.ClientError as exc:
@@ -92,6 +89,23 @@ async def forward(
         headers=headers,
         media_type="text/event-stream",
     )
+
+
+async def _post(up: Upstream, path: str, data: bytes) -> aiohttp.ClientResponse:
+    assert up.session is not None
+    for attempt in (1, 2):
+        try:
+            return await up.session.post(
+                up.url(path), data=data, headers=up.headers, timeout=up.timeout()
+            )
+        except aiohttp.ClientConnectorError:
+            raise  # no connection at all: retrying will not help
+        except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError):
+            # a pooled connection the server closed as we reused it: no answer came, so
+            # the request was not served; once more, on a fresh connection
+            if attempt == 2:
+                raise
+    raise AssertionError("unreachable")
 
 
 async def _relay(

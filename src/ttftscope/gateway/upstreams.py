@@ -90,7 +90,9 @@ class Upstream:
         """Open the connection pool, load the tokenizer, list models, choose the ids API."""
         var = self.settings.api_key_env
         self.api_key = env.get(var) if var else None
-        connector = aiohttp.TCPConnector(limit=256, ttl_dns_cache=300)
+        # idle connections go before uvicorn's (vLLM's) 5 s keep-alive ends: reusing one
+        # the server is closing fails the request
+        connector = aiohttp.TCPConnector(limit=256, ttl_dns_cache=300, keepalive_timeout=4.0)
         self.session = aiohttp.ClientSession(connector=connector, auto_decompress=False)
         if self.settings.mode == "ids":
             self._load_tokenizer(cache_bytes, shadow_every)
