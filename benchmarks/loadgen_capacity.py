@@ -8,7 +8,8 @@ record, the 250 ms ``/metrics`` sampler). The rate each sustains is completed re
 its run's duration; ``overhead_us_per_request`` is our process's CPU time per request.
 
 With ``--ttft-check`` it then compares TTFT on the local vLLM at concurrency 1 with the
-same prompts (a prime pass first, so both runs find every prompt cached alike).
+same prompts (a prime pass first, so both runs find every prompt cached alike), in
+alternating rounds (``--ttft-rounds``): the medians of each runner's round medians.
 
 Prints figures; the last line is JSON: ``ours_rps``, ``vllm_bench_rps``, ``ratio``,
 ``overhead_us_per_request`` (and the TTFT medians with ``--ttft-check``).
@@ -23,6 +24,7 @@ import asyncio
 import json
 import os
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -186,8 +188,8 @@ def capacity(requests: int, concurrency: int, rounds: int, tmp: Path) -> dict[st
     }
 
 
-def ttft_check(prompts: int, chars: int, tmp: Path) -> dict[str, Any]:
-    """Median TTFT of both runners on the local vLLM, concurrency 1, the same prompts."""
+def ttft_inputs(prompts: int, chars: int, tmp: Path) -> tuple[Path, Path]:
+    """The same prompts as vllm bench's ShareGPT file and as our replay file."""
     texts = [agent_turn(50_000 + i, seed=int(time.time()), chars=chars) for i in range(prompts)]
     # ShareGPT's format: the one file dataset vllm bench reads without pandas
     sharegpt = tmp / "prompts.json"
@@ -205,25 +207,47 @@ def ttft_check(prompts: int, chars: int, tmp: Path) -> dict[str, Any]:
         {"messages": [{"role": "user", "content": [{"type": "text", "text": t}]}]} for t in texts
     ]
     replay.write_text("".join(json.dumps(b) + "\n" for b in bodies))
+    return sharegpt, replay
+
+
+def ttft_check(prompts: int, chars: int, rounds: int, tmp: Path) -> dict[str, Any]:
+    """Median TTFT of both runners on the local vLLM, concurrency 1, the same prompts.
+
+    One run of each is one sample of a shared machine whose speed drifts by tens of
+    percent within minutes: the runners alternate for ``rounds`` rounds (who goes first
+    alternates too), and the medians of their round medians are compared.
+    """
+    sharegpt, replay = ttft_inputs(prompts, chars, tmp)
     opts = BenchOptions(sessions=1, replay=replay, think_time_s=0.0, num_warmups=0, max_tokens=4)
+    theirs_args = [
+        "--dataset-name", "sharegpt", "--dataset-path", str(sharegpt),
+        "--sharegpt-output-len", "4", "--num-prompts", str(prompts),
+        "--max-concurrency", "1", "--disable-shuffle",
+    ]  # fmt: skip
+    mine: list[float] = []
+    their: list[float] = []
     with running_server() as server:
         root = server.root_url
         ours(root, server.model, opts, tmp / "prime")  # every prompt cached for both runs
-        theirs = vllm_bench(
-            root, server.model,
-            ["--dataset-name", "sharegpt", "--dataset-path", str(sharegpt),
-             "--sharegpt-output-len", "4", "--num-prompts", str(prompts),
-             "--max-concurrency", "1", "--disable-shuffle"],
-            tmp / "vllm-ttft",
-        )  # fmt: skip
-        summary, _ = ours(root, server.model, opts, tmp / "ours-ttft")
-    mine = summary["median_ttft_ms"]
-    their = None if theirs is None else theirs["median_ttft_ms"]
-    print(f"median TTFT at concurrency 1: ours {mine:.1f} ms, vllm bench serve {their} ms")
+        for k in range(rounds):
+            for who in ("vllm", "ours") if k % 2 == 0 else ("ours", "vllm"):
+                if who == "ours":
+                    summary, _ = ours(root, server.model, opts, tmp / f"ours-ttft-{k}")
+                    mine.append(summary["median_ttft_ms"])
+                    continue
+                got = vllm_bench(root, server.model, theirs_args, tmp / f"vllm-ttft-{k}")
+                their += [] if got is None else [got["median_ttft_ms"]]
+            print(f"TTFT round {k + 1}: ours {mine[-1]:.1f} ms, vllm bench serve "
+                  f"{their[-1] if their else float('nan'):.1f} ms")  # fmt: skip
+    med_mine = statistics.median(mine)
+    med_their = statistics.median(their) if their else None
+    print(f"median TTFT at concurrency 1: ours {med_mine:.1f} ms, vllm bench serve "
+          f"{'-' if med_their is None else f'{med_their:.1f}'} ms")  # fmt: skip
     return {
-        "ours_median_ttft_ms": mine,
-        "vllm_bench_median_ttft_ms": None if their is None else round(their, 3),
-        "ttft_ratio": None if not their else round(mine / their, 3),
+        "ours_median_ttft_ms": round(med_mine, 3),
+        "vllm_bench_median_ttft_ms": None if med_their is None else round(med_their, 3),
+        "ttft_ratio": None if not med_their else round(med_mine / med_their, 3),
+        "ttft_rounds": {"ours": [round(x, 1) for x in mine], "vllm": [round(x, 1) for x in their]},
     }
 
 
@@ -235,11 +259,12 @@ def main() -> None:
     parser.add_argument("--ttft-check", action="store_true", help="also compare TTFT on vLLM")
     parser.add_argument("--ttft-prompts", type=int, default=20)
     parser.add_argument("--ttft-chars", type=int, default=2500, help="vllm bench: <1024 tokens")
+    parser.add_argument("--ttft-rounds", type=int, default=3, help="alternating TTFT rounds")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as d:
         result = capacity(args.requests, args.concurrency, args.rounds, Path(d))
         if args.ttft_check:
-            result.update(ttft_check(args.ttft_prompts, args.ttft_chars, Path(d)))
+            result.update(ttft_check(args.ttft_prompts, args.ttft_chars, args.ttft_rounds, Path(d)))
     print(json.dumps(result))
 
 

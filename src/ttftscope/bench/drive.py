@@ -19,12 +19,11 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-import httpx
-
 from ttftscope.bench.pacing import Pacer, Slots, sleep_until
 from ttftscope.bench.request import Attempt, Sent, send
 from ttftscope.bench.sessions import BodyDefaults, Conversation
 from ttftscope.bench.targets import Target
+from ttftscope.bench.transport import StreamClient
 from ttftscope.bench.workload import TurnPlan
 from ttftscope.client.stream import StreamResult
 from ttftscope.errors import UNREACHABLE_KINDS, FailureKind
@@ -90,7 +89,7 @@ class Driver:
 
     def __init__(
         self,
-        connect: Callable[[], httpx.AsyncClient],
+        connect: Callable[[], StreamClient],
         targets: Sequence[Target],
         cfg: DriveConfig,
         *,
@@ -152,7 +151,7 @@ class Driver:
             while queue and not self._stopping():
                 await self._conversation(client, queue.popleft())
 
-    async def _conversation(self, client: httpx.AsyncClient, conv: Conversation) -> None:
+    async def _conversation(self, client: StreamClient, conv: Conversation) -> None:
         for turn in conv.plan.turns:
             if turn.think_s > 0:
                 wake = min(self.clock() + turn.think_s, self.cfg.deadline)
@@ -162,7 +161,7 @@ class Driver:
                 return
             await self._request(client, conv, turn)
 
-    async def _request(self, client: httpx.AsyncClient, conv: Conversation, turn: TurnPlan) -> None:
+    async def _request(self, client: StreamClient, conv: Conversation, turn: TurnPlan) -> None:
         target = self.targets[turn.target]
         body = conv.body(turn, self.cfg.defaults)
         phase: Phase = "cold" if turn.turn == 0 else "warm"

@@ -17,14 +17,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import certifi
-import httpx
 import orjson
 
-from ttftscope.bench.chunks import ChunkTimingTransport, collect_stamps, gaps_ms
+from ttftscope.bench.chunks import gaps_ms
 from ttftscope.bench.targets import Target
-from ttftscope.bench.transport import AiohttpTransport
+from ttftscope.bench.transport import StreamClient
 from ttftscope.bench.workload import TurnPlan
-from ttftscope.client.stream import StreamResult, stream_completion
+from ttftscope.client.stream import StreamResult
 from ttftscope.probe.decompose import RequestIdentity, client_record
 from ttftscope.records import Phase, ProbeRecord
 
@@ -47,18 +46,16 @@ def _tls_context() -> ssl.SSLContext:
     return ssl.create_default_context(cafile=certifi.where())
 
 
-def request_client(timeout_s: float, connections: int = 1) -> httpx.AsyncClient:
-    """An HTTP client for one session worker, its streams stamped per content chunk.
+def request_client(connections: int = 1) -> StreamClient:
+    """The HTTP client of one session worker (:mod:`.transport`), one connection a target.
 
-    It sends through aiohttp (:mod:`.transport`), one session per worker: a worker has one
-    request in flight, so its pool needs a connection per target, and no worker waits on
-    another's pool.
-
-    >>> import asyncio; asyncio.run(request_client(5.0).aclose())
+    >>> import asyncio
+    >>> async def main() -> None:
+    ...     async with request_client(2):
+    ...         pass
+    >>> asyncio.run(main())
     """
-    inner = AiohttpTransport(connections=connections, tls=_tls_context())
-    transport = ChunkTimingTransport(inner)
-    return httpx.AsyncClient(transport=transport, timeout=timeout_s)
+    return StreamClient(connections=connections, tls=_tls_context())
 
 
 @dataclass(frozen=True)
@@ -122,7 +119,7 @@ def bench_record(
 
 
 async def send(
-    client: httpx.AsyncClient,
+    client: StreamClient,
     who: Attempt,
     body: Mapping[str, object],
     *,
@@ -135,16 +132,12 @@ async def send(
     >>> sent.record.ok, sent.record.client_ttft_ms  # doctest: +SKIP
     (True, 41.7)
     """
-    stamps = collect_stamps()
     t = time.perf_counter_ns()
     content = encode_stream_body(body)
     serialize_ms = (time.perf_counter_ns() - t) / 1e6
-    result = await stream_completion(
-        client,
-        base_url=who.target.base_url,
-        path="/chat/completions",
-        body=body,
-        body_bytes=content,
+    result, stamps = await client.stream(
+        who.target.base_url.rstrip("/") + "/chat/completions",
+        content,
         api_key=who.target.api_key,
         timeout_s=timeout_s,
         headers=who.target.headers,

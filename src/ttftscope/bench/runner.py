@@ -39,6 +39,7 @@ from ttftscope.bench.sessions import warmup_body
 from ttftscope.bench.sink import JsonlSink
 from ttftscope.bench.summary import RunFacts, summarize_bench
 from ttftscope.bench.targets import Target, resolve_targets
+from ttftscope.bench.transport import StreamClient
 from ttftscope.bench.workload import TurnPlan
 from ttftscope.client.endpoint import Endpoint
 from ttftscope.errors import ConfigError, FailureKind, error_for
@@ -150,7 +151,7 @@ class _Bench:
         if self.hooks.on_record is not None:
             self.hooks.on_record(rec)
 
-    async def warmups(self, client: httpx.AsyncClient, prep: Prepared) -> None:
+    async def warmups(self, client: StreamClient, prep: Prepared) -> None:
         w, n = self.opts.num_warmups, len(self.targets)
         for k in range(w):
             for i, target in enumerate(self.targets):
@@ -197,7 +198,7 @@ class _Bench:
         slots = Slots(self.opts.shard_concurrency)
         n_targets = len(self.targets)
         driver = Driver(
-            lambda: request_client(self.ep.timeout_s, n_targets),
+            lambda: request_client(n_targets),
             self.targets,
             cfg,
             pacer=Pacer(self.opts.shard_rate, self.opts.seed),
@@ -320,10 +321,11 @@ async def run_bench(
         )
     bench = _Bench(ep, opts, files, hooks)
     async with (
-        request_client(ep.timeout_s, len(bench.targets) + 1) as client,
+        httpx.AsyncClient(timeout=ep.timeout_s) as http,
+        request_client(len(bench.targets)) as client,
         httpx.AsyncClient(timeout=5.0) as metrics,
     ):
-        prep = await prepare(ep, opts, bench.targets, client, count_tokens, hooks.stage)
+        prep = await prepare(ep, opts, bench.targets, http, count_tokens, hooks.stage)
         run = BenchRun(prep.run_id, prep.model, files, bench.records)
         header = header_of(opts, prep, bench.targets, files)
         bench.sink = JsonlSink(files.records, exclude=exclude)

@@ -1,104 +1,170 @@
-"""An httpx transport that sends through aiohttp: the same stream code, a faster HTTP stack.
+"""The bench's HTTP stack: one streamed request over aiohttp, timed and folded as the client's.
 
-:func:`~ttftscope.client.stream.stream_completion` is written against httpx. Under load,
-httpx's own stack (httpcore's pool, h11 in pure Python, anyio) costs ~2 ms of CPU per
-streamed request here; aiohttp's C parser costs a quarter of that, and is what ``vllm bench
-serve`` sends with. This transport keeps the httpx ``Request``/``Response`` seam, so the
-timing, SSE decoding and failure classification stay the shared ones: aiohttp's errors are
-raised as the httpx errors httpx would raise, with the original exception chained (the
-classifier looks for ``ConnectionRefusedError``, ``socket.gaierror``, ``ssl.SSLError`` in
-the chain).
+Under load the load generator's CPU per request is its ceiling. httpx (its client, URL and
+header models, cookie jar, redirect and auth layers, even above a fast transport) cost
+~0.6 ms of CPU per streamed request here, more than everything else a bench request does;
+``vllm bench serve`` sends with aiohttp directly. So bench requests do too, and keep the
+shared parts: :class:`~ttftscope.client.stream.StreamRun` times the phases and builds the
+result, :func:`~ttftscope.client.events.fold_chunk` decodes the events, and
+:mod:`ttftscope.client.classify` names failures (aiohttp's errors are handed to it as the
+httpx errors httpx would raise, the original chained: it looks for
+``ConnectionRefusedError``, ``socket.gaierror``, ``ssl.SSLError`` in the chain).
 
-What is lost: httpcore's trace events, so records of bench requests have no
-``connect_ms`` / ``request_sent_ms`` (headers, first event, first content and last byte
-are timed as always). Compression is left to httpx (aiohttp does not decompress).
+Content chunks are stamped here as they arrive (``perf_counter_ns``), for inter-token
+latency. What httpx's traces gave and this does not: ``connect_ms`` and ``request_sent_ms``
+(headers, first event, first content and last byte are timed as always).
 """
 
 from __future__ import annotations
 
 import ssl
-from collections.abc import AsyncIterator
+import time
+from collections.abc import Mapping
+from types import TracebackType
 
 import aiohttp
 import httpx
 
-# hop-by-hop or computed headers aiohttp sets itself
-_SKIP = frozenset({"host", "content-length", "connection", "transfer-encoding"})
+from ttftscope.bench.chunks import carries_content
+from ttftscope.client.classify import classify_exception, classify_status, not_an_api
+from ttftscope.client.events import fold_chunk, fold_end
+from ttftscope.client.sse import SSEDecoder
+from ttftscope.client.stream import StreamResult, StreamRun, request_headers
+from ttftscope.config.redact import header_secrets
+
+_BODY_CAP = 65536  # bytes of an error body kept for its message, as the client keeps
 
 
-def _as_httpx(exc: BaseException, *, sent: bool) -> httpx.HTTPError:
-    """The httpx error for an aiohttp failure (``sent``: the response had begun)."""
+def as_httpx_error(exc: BaseException, *, sent: bool) -> BaseException:
+    """The httpx error httpx would raise for an aiohttp failure, ``exc`` chained to it.
+
+    ``sent``: the response had begun. Other ``OSError`` s are classified as they are.
+
+    >>> err = as_httpx_error(aiohttp.ServerTimeoutError("slow"), sent=True)
+    >>> type(err).__name__, type(err.__cause__).__name__
+    ('ReadTimeout', 'ServerTimeoutError')
+    """
+    if not isinstance(exc, TimeoutError | aiohttp.ClientError):
+        return exc
     message = str(exc) or type(exc).__name__
+    err: httpx.HTTPError
     if isinstance(exc, aiohttp.ConnectionTimeoutError):
-        return httpx.ConnectTimeout(message)
-    if isinstance(exc, TimeoutError):
-        return httpx.ReadTimeout(message)
-    if isinstance(exc, aiohttp.ClientConnectorError) and not sent:
-        return httpx.ConnectError(message)
-    return httpx.RemoteProtocolError(message)
+        err = httpx.ConnectTimeout(message)
+    elif isinstance(exc, TimeoutError):
+        err = httpx.ReadTimeout(message)
+    elif isinstance(exc, aiohttp.ClientConnectorError) and not sent:
+        err = httpx.ConnectError(message)
+    else:
+        err = httpx.RemoteProtocolError(message)
+    err.__cause__ = exc
+    return err
 
 
-class _Body(httpx.AsyncByteStream):
-    def __init__(self, resp: aiohttp.ClientResponse) -> None:
-        self._resp = resp
+class StreamClient:
+    """One session worker's aiohttp session (opened on entry, in the running loop).
 
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        try:
-            async for chunk in self._resp.content.iter_any():
-                yield chunk
-        except (TimeoutError, aiohttp.ClientError) as exc:
-            raise _as_httpx(exc, sent=True) from exc
+    A worker has one request in flight, so ``connections`` (one per target) is its whole
+    pool, and no worker waits on another's.
 
-    async def aclose(self) -> None:
-        if self._resp.content.at_eof():
-            self._resp.release()  # read to the end: the connection goes back to the pool
-        else:
-            self._resp.close()  # left early: close it, so the server aborts the request
-
-
-class AiohttpTransport(httpx.AsyncBaseTransport):
-    """Sends httpx requests with one aiohttp session (created on first use, in the loop).
-
-    >>> import asyncio; asyncio.run(AiohttpTransport().aclose())
+    >>> import asyncio
+    >>> async def main() -> None:
+    ...     async with StreamClient() as client:
+    ...         result, stamps = await client.stream(
+    ...             "http://127.0.0.1:8000/v1/chat/completions", b"{}", api_key=None,
+    ...             timeout_s=30)
+    >>> asyncio.run(main())  # doctest: +SKIP
     """
 
     def __init__(self, *, connections: int = 1, tls: ssl.SSLContext | None = None) -> None:
         self._connections, self._tls = connections, tls
         self._session: aiohttp.ClientSession | None = None
 
-    def _open(self) -> aiohttp.ClientSession:
-        if self._session is None:
-            connector = aiohttp.TCPConnector(limit=self._connections, ssl=self._tls or True)
-            self._session = aiohttp.ClientSession(
-                connector=connector, auto_decompress=False, timeout=aiohttp.ClientTimeout()
-            )
-        return self._session
+    async def __aenter__(self) -> StreamClient:
+        connector = aiohttp.TCPConnector(limit=self._connections, ssl=self._tls or True)
+        self._session = aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout())
+        return self
 
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        limits = request.extensions.get("timeout", {})
-        timeout = aiohttp.ClientTimeout(
-            total=None, sock_connect=limits.get("connect"), sock_read=limits.get("read")
-        )
-        headers = [(k, v) for k, v in request.headers.multi_items() if k.lower() not in _SKIP]
-        try:
-            resp = await self._open().request(
-                request.method,
-                str(request.url),
-                headers=headers,
-                data=await request.aread(),
-                timeout=timeout,
-                allow_redirects=False,
-                skip_auto_headers=("User-Agent", "Accept-Encoding"),
-            )
-        except (TimeoutError, aiohttp.ClientError) as exc:
-            raise _as_httpx(exc, sent=False) from exc
-        return httpx.Response(
-            status_code=resp.status,
-            headers=[(k.decode("latin-1"), v.decode("latin-1")) for k, v in resp.raw_headers],
-            stream=_Body(resp),
-            request=request,
-        )
-
-    async def aclose(self) -> None:
+    async def __aexit__(
+        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+    ) -> None:
         if self._session is not None:
             await self._session.close()
+
+    async def stream(
+        self,
+        url: str,
+        content: bytes,
+        *,
+        api_key: str | None,
+        timeout_s: float,
+        headers: Mapping[str, str] | None = None,
+    ) -> tuple[StreamResult, list[int]]:
+        """POST ``content`` (a streaming request) and time it; never raises for faults.
+
+        Returns the result, as :func:`~ttftscope.client.stream.stream_completion` would
+        give it, and the arrival times of the chunks that carried content.
+        ``timeout_s`` bounds connecting and each gap between reads.
+        """
+        assert self._session is not None, "use StreamClient in `async with`"
+        run = StreamRun(
+            url=url, secrets=[api_key, *header_secrets(headers)], request_bytes=len(content)
+        )
+        stamps: list[int] = []
+        limits = aiohttp.ClientTimeout(total=None, sock_connect=timeout_s, sock_read=timeout_s)
+        run.start()
+        try:
+            resp = await self._session.post(
+                url,
+                data=content,
+                headers=request_headers(api_key, headers),
+                timeout=limits,
+                allow_redirects=False,
+            )
+        except (aiohttp.ClientError, OSError) as exc:
+            run.failure = classify_exception(as_httpx_error(exc, sent=False), url, timeout_s)
+            return run.result(), stamps
+        await _respond(resp, run, stamps, timeout_s)
+        return run.result(), stamps
+
+
+async def _respond(
+    resp: aiohttp.ClientResponse, run: StreamRun, stamps: list[int], timeout_s: float
+) -> None:
+    try:
+        run.stamp("headers")
+        run.status = resp.status
+        await _read(resp, run, stamps)
+    except (aiohttp.ClientError, OSError) as exc:
+        err = as_httpx_error(exc, sent=True)
+        run.failure = classify_exception(err, run.url, timeout_s, mid_stream_events=run.events)
+    finally:
+        if resp.content.at_eof():
+            resp.release()  # read to the end: the connection goes back to the pool
+        else:
+            resp.close()  # left early: close it, so the server aborts the request
+
+
+async def _read(resp: aiohttp.ClientResponse, run: StreamRun, stamps: list[int]) -> None:
+    ctype = resp.headers.get("content-type", "")
+    if resp.status != 200:
+        body = await _read_capped(resp)
+        run.failure = classify_status(resp.status, resp.headers, body, run.url)
+    elif "text/event-stream" not in ctype:
+        run.failure = not_an_api(ctype, await _read_capped(resp), run.url)
+    else:
+        decoder = SSEDecoder()
+        async for chunk in resp.content.iter_any():
+            if carries_content(chunk):
+                stamps.append(time.perf_counter_ns())
+            if chunk and not fold_chunk(decoder, chunk, run):
+                return
+        fold_end(decoder, run)
+
+
+async def _read_capped(resp: aiohttp.ClientResponse) -> bytes:
+    buf = bytearray()
+    async for chunk in resp.content.iter_any():
+        buf += chunk
+        if len(buf) >= _BODY_CAP:
+            break
+    return bytes(buf[:_BODY_CAP])

@@ -89,7 +89,9 @@ def on_event(event: SSEEvent, fold: EventFold) -> bool:
     >>> on_event(SSEEvent(data="[" * 100_000), f), f.failure.message[:48]
     (False, 'u sent an event that is JSON nested too deeply t')
     """
-    fold.stamps.setdefault("first_event", fold.stamps.get("last_byte", time.perf_counter_ns()))
+    if "first_event" not in fold.stamps:
+        last = fold.stamps.get("last_byte")
+        fold.stamps["first_event"] = time.perf_counter_ns() if last is None else last
     fold.events += 1
     if event.is_done:
         fold.done = True

@@ -105,9 +105,16 @@ class SSEDecoder:
         if "\n" not in text and "\r" not in text:
             self._pending.append(text)  # no line end yet: don't rescan a growing line per chunk
             return []
-        buf = "".join(self._pending) + text
+        buf = "".join(self._pending) + text if self._pending else text
         self._pending.clear()
         events: list[SSEEvent] = []
+        if "\r" not in buf:  # the usual case: splitting is ~3x cheaper than the regex
+            *lines, rest = buf.split("\n")
+            for line in lines:
+                self._line(line, events)
+            if rest:
+                self._pending.append(rest)
+            return events
         pos = 0
         for m in _LINE_END.finditer(buf):
             self._line(buf[pos : m.start()], events)
@@ -119,6 +126,10 @@ class SSEDecoder:
         return events
 
     def _line(self, line: str, events: list[SSEEvent]) -> None:
+        if line.startswith("data: "):  # the usual line, parsed as the general rule below does
+            self._data.append(line[6:])
+            self._has_data = True
+            return
         if not line:
             self._dispatch(events)
             return

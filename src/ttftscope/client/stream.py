@@ -43,6 +43,7 @@ __all__ = [
     "CompletionPath",
     "PhaseTimes",
     "StreamResult",
+    "StreamRun",
     "encode_body",
     "raise_for_result",
     "request_headers",
@@ -128,8 +129,16 @@ def request_headers(api_key: str | None, extra: Mapping[str, str] | None = None)
 
 
 @dataclass(kw_only=True)
-class _Run(EventFold):
-    """Mutable state of one request while it streams; frozen into a StreamResult at the end."""
+class StreamRun(EventFold):
+    """Mutable state of one request while it streams; frozen into a StreamResult at the end.
+
+    Public so that a caller sending on another HTTP stack (the bench's aiohttp path) times
+    and folds its stream the same way: :meth:`start`, ``stamp("headers")``, ``status``,
+    :func:`~ttftscope.client.events.fold_chunk` per chunk, then :meth:`result`.
+
+    >>> StreamRun(url="u", secrets=[]).result().error_kind is None
+    True
+    """
 
     secrets: list[str | None]
     t0: int = 0
@@ -226,7 +235,7 @@ async def stream_completion(
     content = body_bytes if body_bytes is not None else encode_body(body)
     serialize_ms = 0.0 if body_bytes is not None else (time.perf_counter_ns() - ts) / 1e6
     secrets = [api_key, *header_secrets(headers)]
-    run = _Run(url=url, secrets=secrets, serialize_ms=serialize_ms, request_bytes=len(content))
+    run = StreamRun(url=url, secrets=secrets, serialize_ms=serialize_ms, request_bytes=len(content))
     request = client.build_request(
         "POST",
         url,
@@ -250,7 +259,7 @@ async def stream_completion(
     return run.result()
 
 
-async def _read_response(response: httpx.Response, run: _Run, timeout_s: float) -> None:
+async def _read_response(response: httpx.Response, run: StreamRun, timeout_s: float) -> None:
     ctype = response.headers.get("content-type", "")
     try:
         if response.status_code != 200:
@@ -274,7 +283,7 @@ async def _read_capped(response: httpx.Response, limit: int = 65536) -> bytes:
     return bytes(buf[:limit])
 
 
-async def _consume_stream(response: httpx.Response, run: _Run) -> None:
+async def _consume_stream(response: httpx.Response, run: StreamRun) -> None:
     decoder = SSEDecoder()
     async for chunk in response.aiter_bytes():
         if chunk and not fold_chunk(decoder, chunk, run):
