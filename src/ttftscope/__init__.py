@@ -45,6 +45,8 @@ if TYPE_CHECKING:
     from ttftscope.config.loader import LoadedSettings, load_settings
     from ttftscope.config.redact import redact, redact_text
     from ttftscope.config.schema import Settings
+    from ttftscope.doctor.instrument import Instrumentation, instrument, instrumentation
+    from ttftscope.doctor.prefix import PrefixDiff, diff_prompts
     from ttftscope.metrics.engines import ServerBreakdown, breakdown, queue_depth
     from ttftscope.metrics.prom import MetricsDelta, MetricsSnapshot, delta, parse
     from ttftscope.metrics.scrape import ascrape, scrape
@@ -82,6 +84,11 @@ _LAZY: dict[str, str] = {
     "redact": "config.redact",
     "redact_text": "config.redact",
     "Settings": "config.schema",
+    "Instrumentation": "doctor.instrument",
+    "instrument": "doctor.instrument",
+    "instrumentation": "doctor.instrument",
+    "PrefixDiff": "doctor.prefix",
+    "diff_prompts": "doctor.prefix",
     "ServerBreakdown": "metrics.engines",
     "breakdown": "metrics.engines",
     "queue_depth": "metrics.engines",
@@ -121,6 +128,7 @@ __all__ = [
     "Endpoint",
     "FailureKind",
     "IncrementalEncoder",
+    "Instrumentation",
     "LoadedSettings",
     "LocalServerError",
     "MetricsDelta",
@@ -129,6 +137,7 @@ __all__ = [
     "ModelNotFound",
     "PhaseTimes",
     "PingResult",
+    "PrefixDiff",
     "ProbeOptions",
     "ProbeRecord",
     "ProbeRun",
@@ -151,7 +160,10 @@ __all__ = [
     "ascrape",
     "breakdown",
     "delta",
+    "diff_prompts",
     "encode_body",
+    "instrument",
+    "instrumentation",
     "list_models",
     "load_settings",
     "load_tokenizer",

@@ -7,18 +7,28 @@ takes a minute or two, so the fixture says so on the terminal, past pytest's out
 
 from __future__ import annotations
 
+import os
+import signal
+import socket
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
 from ttftscope.localserver import process
-from ttftscope.localserver.state import LocalServer
+from ttftscope.localserver.install import ensure_vllm_venv, venv_python
+from ttftscope.localserver.model import model_dir
+from ttftscope.localserver.state import HOST, LocalServer
 
 # Tool calling as coding agents use it: tool_choice "auto" (vLLM's default when tools are
 # given) needs a tool parser; the tiny model's template writes Hermes-style <tool_call> tags.
 SERVER_ARGS = ("--enable-auto-tool-choice", "--tool-call-parser", "hermes")
+# A second, deliberately unhealthy server: fewer sequences than bench sessions (requests
+# wait) and no prefix cache. Started only by the tests that ask for it.
+CONSTRAINED_ARGS = ("--max-num-seqs", "2", "--no-enable-prefix-caching")
 
 
 def _tell(config: pytest.Config, line: str) -> None:
@@ -53,3 +63,58 @@ def vllm(pytestconfig: pytest.Config) -> Iterator[LocalServer]:
 def tell(pytestconfig: pytest.Config) -> Callable[[str], None]:
     """Print a line on the terminal now (for summaries a test wants seen without ``-s``)."""
     return lambda line: _tell(pytestconfig, line)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind((HOST, 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def constrained_vllm(
+    pytestconfig: pytest.Config, vllm: LocalServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LocalServer]:
+    """A second vLLM with ``CONSTRAINED_ARGS``, beside the shared one, always stopped."""
+    port = _free_port()
+    cmd = process.server_command(
+        venv_python(ensure_vllm_venv()), model_dir(), port, CONSTRAINED_ARGS
+    )
+    log = tmp_path_factory.mktemp("constrained") / "server.log"
+    _tell(pytestconfig, f"starting a constrained vLLM ({' '.join(CONSTRAINED_ARGS)})…")
+    with log.open("wb") as fh:
+        fh.write(("$ " + " ".join(cmd) + "\n").encode())
+        fh.flush()
+        proc = subprocess.Popen(
+            cmd,
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            env=process.server_env(),
+            start_new_session=True,
+            cwd=str(log.parent),
+        )
+    server = LocalServer(
+        base_url=f"http://{HOST}:{port}/v1",
+        port=port,
+        pid=proc.pid,
+        model=vllm.model,
+        log_path=str(log),
+        started_at=time.time(),
+    )
+    try:
+        deadline = time.monotonic() + 600
+        while not process.healthy(server.root_url):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                tail = Path(log).read_text(errors="replace")[-2000:]
+                pytest.fail(f"the constrained vLLM did not start:\n{tail}")
+            time.sleep(1.0)
+        _tell(pytestconfig, f"constrained vLLM ready on {server.base_url}")
+        yield server
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()

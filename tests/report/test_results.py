@@ -47,10 +47,13 @@ def test_bench_directory_reads_records_samples_and_summary(tmp_path: Path) -> No
 def test_bench_directory_without_summary_or_samples_still_reads_and_says_so(
     tmp_path: Path,
 ) -> None:
-    BenchDir(records=bench_records(5, Parts()), records_name="requests").write(
+    BenchDir(records=bench_records(5, Parts()), records_name="my-records").write(
         tmp_path / "only-records"
     )
+    # request logs (bodies as sent, for the doctor) sit beside records and are not records
+    (tmp_path / "only-records" / "requests.jsonl").write_text('{"prompt": "hi"}\n')
     (run,) = load_runs([tmp_path / "only-records"])
+    assert not any("requests.jsonl" in n for n in run.notes)
     assert run.kind == "bench" and run.key == "bench:bench-1" and len(run.records) == 5
     assert any("no readable bench-summary.json" in n for n in run.notes)
     assert any("no samples.jsonl" in n for n in run.notes)

@@ -6,8 +6,9 @@ or group and is added here explicitly. Errors derived from
 :class:`~ttftscope.errors.TtftscopeError` become one readable message (API keys redacted) and
 the error's own exit code, never a traceback.
 
->>> sorted(cli.commands)
-['bench', 'config', 'demo', 'gateway', 'local-server', 'ping', 'probe', 'report']
+>>> sorted(cli.commands)  # doctest: +NORMALIZE_WHITESPACE
+['bench', 'config', 'demo', 'doctor', 'gateway', 'local-server', 'ping', 'prefix-diff',
+ 'probe', 'report']
 """
 
 from __future__ import annotations
@@ -19,11 +20,14 @@ from rich.markup import escape
 
 from ttftscope.cli.bench import bench
 from ttftscope.cli.config import config
+from ttftscope.cli.demo import demo
+from ttftscope.cli.doctor import doctor
 from ttftscope.cli.gateway import gateway
 from ttftscope.cli.local import local_server
 from ttftscope.cli.options import CliState, config_options
 from ttftscope.cli.ping import ping
-from ttftscope.cli.probe import demo, probe
+from ttftscope.cli.prefix_diff import prefix_diff
+from ttftscope.cli.probe import probe
 from ttftscope.cli.report import report
 from ttftscope.config.redact import redact_text
 from ttftscope.errors import FailureKind, ServerUnreachable, TtftscopeError
@@ -49,13 +53,18 @@ cli.add_command(demo)
 cli.add_command(gateway)
 cli.add_command(report)
 cli.add_command(bench)
+cli.add_command(prefix_diff)
+cli.add_command(doctor)
 
 
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point: runs the CLI and maps errors to messages and exit codes."""
     state = CliState()
     try:
-        cli.main(args=argv, standalone_mode=False, obj=state)
+        # without standalone mode click returns ctx.exit()'s code instead of exiting
+        code = cli.main(args=argv, standalone_mode=False, obj=state)
+        if isinstance(code, int) and code:
+            sys.exit(code)
     except TtftscopeError as exc:
         message = escape(redact_text(str(_local_server_hint(exc, state)), state.known_secrets()))
         state.err.print(f"[red]error:[/red] {message}", highlight=False)

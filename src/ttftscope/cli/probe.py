@@ -1,12 +1,10 @@
-"""``ttftscope probe`` and ``ttftscope demo``: time requests and split each TTFT."""
+"""``ttftscope probe``: time requests and split each TTFT."""
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
 import math
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -23,24 +21,19 @@ from ttftscope.cli.options import (
     run_async,
 )
 from ttftscope.cli.progress import RequestProgress
-from ttftscope.cli.report import report
 from ttftscope.client.endpoint import Endpoint
 from ttftscope.client.stream import StreamResult, raise_for_result
 from ttftscope.config.schema import (
-    GatewaySettings,
     Settings,
-    UpstreamSettings,
 )
 from ttftscope.errors import ConfigError
-from ttftscope.localserver import process
-from ttftscope.localserver.model import model_dir
 from ttftscope.probe.experiments import AbMode, ProbeOptions, run_probe
 from ttftscope.probe.summary import summarize
 from ttftscope.records import ProbeRecord, RecordWriter
 from ttftscope.report.terminal import print_probe_summary
 from ttftscope.tokenization.loader import Tokenizer, load_tokenizer
 
-__all__ = ["demo", "probe"]
+__all__ = ["ProbeArgs", "probe", "probe_options", "run_probe_command"]
 
 N = TypeVar("N", int, float)
 F = TypeVar("F", bound=Callable[..., Any])
@@ -228,7 +221,7 @@ def probe_options(func: F) -> F:
     return func
 
 
-def _run_probe_command(state: CliState, args: ProbeArgs) -> dict[str, Any]:
+def run_probe_command(state: CliState, args: ProbeArgs) -> dict[str, Any]:
     if args.max_tokens is not None:
         state.set_flag("model.max_tokens", args.max_tokens)
     opts = ProbeOptions(
@@ -285,87 +278,4 @@ def probe(
         wide=wide,
         gateway_url=gateway_url,
     )
-    _run_probe_command(cli_state(ctx), args)
-
-
-@contextlib.contextmanager
-def _local_gateway(state: CliState, upstream: str) -> Iterator[str]:
-    """A token-id gateway in front of the local server, for the demo's A/B."""
-    from ttftscope.gateway.serve import BackgroundGateway
-
-    settings = GatewaySettings(
-        upstreams={"local": UpstreamSettings(base_url=upstream, model_dir=model_dir())}
-    )
-    with BackgroundGateway(settings) as gw:
-        state.err.print(
-            f"token-id gateway on {gw.base_url} (ids via {gw.gateway.upstreams[0].api})"
-        )
-        yield gw.base_url
-
-
-NEXT_STEPS = """\
-Next, with the CLI on your PATH (source .venv/bin/activate):
-  ttftscope local-server start   # a local vLLM that stays up, on :8000
-  ttftscope ping                 # finds the running local server by itself
-  ttftscope probe --context-tokens 0,8000 --repeat 3 --ab ids
-  ttftscope gateway              # chat in, token ids to vLLM, on :8100
-  ttftscope config show          # every setting and where it came from
-  ttftscope local-server stop"""
-
-
-@click.command()
-@probe_options
-@click.option("--keep-server", is_flag=True, help="Leave the local vLLM running afterwards")
-@click.option("--no-gateway", is_flag=True, help="Skip the direct-vs-gateway comparison")
-@click.pass_context
-def demo(
-    ctx: click.Context,
-    context_tokens: str,
-    repeat: int,
-    num_warmups: int,
-    max_tokens: int | None,
-    ab: AbMode | None,
-    seed: int,
-    result_dir: Path | None,
-    metric_percentiles: str,
-    as_json: bool,
-    wide: bool,
-    keep_server: bool,
-    no_gateway: bool,
-) -> None:
-    """The main job on a laptop: local vLLM up, probe sweep, breakdown table, vLLM down."""
-    state = cli_state(ctx)
-    args = ProbeArgs(
-        context_tokens=context_tokens,
-        repeat=repeat,
-        num_warmups=num_warmups,
-        max_tokens=max_tokens,
-        ab=ab,
-        seed=seed,
-        result_dir=result_dir,
-        metric_percentiles=metric_percentiles,
-        as_json=as_json,
-        wide=wide,
-    )
-    state.err.print("preparing the local vLLM (the first run installs ~3.4 GB, then cached)")
-    started = process.ensure_started()
-    server = started.server
-    try:
-        state.set_flag("api.base_url", server.base_url)
-        state.set_flag("model.default", server.model)
-        if state.load().settings.tokenizer.path is None:
-            # the served model's own tokenizer, so client-side tokenization is measured too
-            state.set_flag("tokenizer.path", str(model_dir()))
-        if no_gateway:
-            summary = _run_probe_command(state, args)
-        else:
-            with _local_gateway(state, server.base_url) as url:
-                summary = _run_probe_command(state, dataclasses.replace(args, gateway_url=url))
-    finally:
-        if started.launched and not keep_server:
-            process.stop(only_pid=server.pid)
-            state.err.print("local vLLM stopped")
-    if not as_json and "records_path" in summary:
-        ctx.invoke(report, result_dirs=(Path(summary["records_path"]),), out=None)
-    if not as_json:
-        click.echo(NEXT_STEPS)
+    run_probe_command(cli_state(ctx), args)

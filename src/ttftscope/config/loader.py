@@ -40,7 +40,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from pydantic import BaseModel, ValidationError
 
@@ -68,10 +68,33 @@ from ttftscope.config.sources import (
 )
 from ttftscope.errors import ConfigError
 
-__all__ = ["LoadedSettings", "load_settings"]
+__all__ = ["LoadedSettings", "Override", "load_settings"]
 
+_NAMES = ("settings.json", "config.toml")  # lowest first, in each folder
 _DEFAULT = Source("default", "default")
 _DERIVED = Source("default", "default (derived from api.base_url)")
+
+
+@dataclass(frozen=True)
+class Override:
+    """A value one layer set and a higher layer replaced; values shown as ``config show``.
+
+    >>> o = Override("model.default", "a", Source("file", "config.toml:2"), "b",
+    ...              Source("env", "env TTFTSCOPE_MODEL__DEFAULT"))
+    >>> o.differs
+    True
+    """
+
+    key: str
+    shown: str
+    source: Source
+    winner_shown: str
+    winner: Source
+
+    @property
+    def differs(self) -> bool:
+        """Whether the replacing value is another value (not the same one repeated)."""
+        return self.shown != self.winner_shown
 
 
 @dataclass
@@ -88,6 +111,10 @@ class LoadedSettings:
     warnings: list[str] = field(default_factory=list)
     files: list[Path] = field(default_factory=list)
     profile: str | None = None
+    # every value a higher layer replaced, lowest first: what `doctor` calls shadowed
+    overridden: list[Override] = field(default_factory=list)
+    # where config files were looked for (not only where they were found)
+    searched: list[Path] = field(default_factory=list)
 
     def value(self, key: str) -> Any:
         """The effective value of a dotted key, e.g. ``loaded.value("api.base_url")``."""
@@ -184,8 +211,20 @@ def load_settings(
     entries += env_layer + flag_entries(flags or {})
     values: dict[str, Any] = {}
     sources: dict[str, Source] = {}
+    overridden: list[Override] = []
     for entry in entries:
-        values[entry.key] = _validate(entry, cwd)
+        value = _validate(entry, cwd)
+        if entry.key in sources and sources[entry.key].kind != "local":
+            overridden.append(
+                Override(
+                    entry.key,
+                    _display(entry.key, values[entry.key]),
+                    sources[entry.key],
+                    _display(entry.key, value),
+                    entry.source,
+                )
+            )
+        values[entry.key] = value
         sources[entry.key] = entry.source
     sources = {key: sources.get(key, _DEFAULT) for key in KEYS}
     if "api.metrics_url" not in values:
@@ -196,8 +235,20 @@ def load_settings(
         nested.setdefault(section, {})[name] = value
     warnings += git_warnings(files)
     return LoadedSettings(
-        Settings.model_validate(nested), sources, warnings, [cf.path for cf in files], profile
+        Settings.model_validate(nested),
+        sources,
+        warnings,
+        [cf.path for cf in files],
+        profile,
+        overridden,
+        _searched(config_path, env, cwd),
     )
+
+
+def _searched(config_path: Path | None, env: Mapping[str, str], cwd: Path) -> list[Path]:
+    if config_path is not None:
+        return [config_path if config_path.is_absolute() else cwd / config_path]
+    return [folder / name for folder in (_user_dir(env), cwd) for name in _NAMES]
 
 
 def _user_dir(env: Mapping[str, str]) -> Path:
@@ -219,7 +270,7 @@ def _find_files(config_path: Path | None, env: Mapping[str, str], cwd: Path) -> 
         return [path]
     found: list[Path] = []
     for folder in (_user_dir(env), cwd):
-        for name in ("settings.json", "config.toml"):
+        for name in _NAMES:
             path = folder / name
             if path.is_file() and all(path.resolve() != p.resolve() for p in found):
                 found.append(path)
@@ -246,13 +297,19 @@ def _choose_profile(
     raise ConfigError(f"profile {profile!r} (from {origin}) is not defined in: {read}", hint=hint)
 
 
+def _is_path(section: str, name: str) -> bool:
+    """Whether a field holds a path (TOML and JSON write paths as strings)."""
+    annotation = SECTIONS[section].model_fields[name].annotation
+    return annotation is Path or Path in get_args(annotation)
+
+
 def _validate(entry: Entry, cwd: Path) -> Any:
     section, name = entry.key.split(".")
     raw = entry.value
     # Files carry typed values: `timeout = true` or `log_request_timing = "yes"` is a mistake
     # there, so they validate strictly; environment and flags are text and coerce.
     strict = entry.source.kind == "file" and not isinstance(raw, dict)  # tables: paths are str
-    if strict and isinstance(raw, str) and name == "path":
+    if strict and isinstance(raw, str) and _is_path(section, name):
         raw = Path(raw)
     try:
         value = getattr(SECTIONS[section].model_validate({name: raw}, strict=strict), name)

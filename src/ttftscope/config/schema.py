@@ -150,6 +150,12 @@ class ObservabilitySettings(_Section):
     record_ttft: bool = True
     record_tokenize_ms: bool = True
     record_queue_ms: bool = True
+    # where ttftscope.instrument(client) appends its records (instrument.jsonl); unset: kept
+    # in memory only
+    records_dir: Path | None = None
+    # also write each request body (prompt text!) to requests.jsonl beside the records, so
+    # doctor and prefix-diff can find dynamic prefixes; off unless the user asks
+    log_requests: bool = False
 
 
 class TokenizerSettings(_Section):
@@ -190,6 +196,8 @@ class GatewaySettings(_Section):
     # name of the environment variable with comma-separated inbound keys (unset: no auth)
     api_keys_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
     log_prompts: bool = False
+    # JSONL of the chat request bodies received (written only when log_prompts is true)
+    request_log: Path | None = None
 
     @field_validator("upstreams", mode="before")
     @classmethod
@@ -255,6 +263,8 @@ EXPECTED: dict[str, str] = {
     "observability.record_ttft": "true or false",
     "observability.record_tokenize_ms": "true or false",
     "observability.record_queue_ms": "true or false",
+    "observability.records_dir": 'a directory path string, e.g. "ttftscope-records"',
+    "observability.log_requests": "true or false",
     "tokenizer.path": "a path string",
     "gateway.host": 'an address to listen on, e.g. "127.0.0.1"',
     "gateway.port": "a port number from 1 to 65535, e.g. 8100",
@@ -265,6 +275,7 @@ EXPECTED: dict[str, str] = {
     "gateway.max_body_mb": "a number of megabytes above 0, e.g. 64",
     "gateway.api_keys_env": 'the name of an environment variable, e.g. "GATEWAY_KEYS"',
     "gateway.log_prompts": "true or false",
+    "gateway.request_log": 'a file path string, e.g. "gateway-requests.jsonl"',
 }
 
 # CLI flag names shown as sources; keys without an entry show as --<section>-<field>.

@@ -142,7 +142,8 @@ def read_result_path(path: Path) -> list[RunPart]:
         what = "does not exist" if not path.exists() else "is not a directory"
         raise NoResults(f"{path} {what}", hint=_HINT)
     parts: list[RunPart] = []
-    for file in sorted(path.glob("probe-*.jsonl")):
+    # instrument(client) writes the probe's record schema, one run per process
+    for file in sorted([*path.glob("probe-*.jsonl"), *path.glob("instrument*.jsonl")]):
         parts.extend(_probe_parts(file))
     parts.extend(_bench_parts(path))
     return parts
@@ -207,11 +208,15 @@ def shard_tail(path: Path) -> tuple[str, tuple[int, int] | None]:
     return match[0], parse_shard(f"{match[1]}/{match[2]}")
 
 
+# probe and instrument records, and request logs (bodies, not records)
+_NOT_BENCH = ("probe-", "instrument", "requests", "gateway-requests")
+
+
 def _bench_files(directory: Path) -> dict[str, _BenchFiles]:
     """The bench files of a directory by shard ending (shards may share a directory)."""
     out: dict[str, _BenchFiles] = {}
     for file in sorted(directory.glob("*.jsonl")):
-        if file.name.startswith("probe-"):
+        if file.name.startswith(_NOT_BENCH):
             continue
         files = out.setdefault(shard_tail(file)[0], _BenchFiles())
         (files.samples if file.name.startswith("samples") else files.records).append(file)

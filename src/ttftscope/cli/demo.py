@@ -1,0 +1,158 @@
+"""``ttftscope demo``: the main job on one machine, end to end.
+
+Local vLLM up; a probe sweep (chat, text vs ids, direct vs the token-id gateway) with its
+breakdown table; a short agent-session bench straight to vLLM and through the gateway,
+alternating; one HTML report of both runs; the doctor's reading of them; vLLM down.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ttftscope.cli.bench import BenchArgs, execute_bench
+from ttftscope.cli.console import make_console
+from ttftscope.cli.doctor import print_records_diagnosis
+from ttftscope.cli.options import CliState, cli_state
+from ttftscope.cli.probe import ProbeArgs, probe_options, run_probe_command
+from ttftscope.cli.report import report
+from ttftscope.config.schema import GatewaySettings, UpstreamSettings
+from ttftscope.localserver import process
+from ttftscope.localserver.model import model_dir
+from ttftscope.probe.experiments import AbMode
+
+__all__ = ["demo"]
+
+NEXT_STEPS = """\
+Next, with the CLI on your PATH (source .venv/bin/activate):
+  ttftscope local-server start   # a local vLLM that stays up, on :8000
+  ttftscope ping                 # finds the running local server by itself
+  ttftscope probe --context-tokens 0,8000 --repeat 3 --ab ids
+  ttftscope gateway              # chat in, token ids to vLLM, on :8100
+  ttftscope bench --target direct --target gateway=http://127.0.0.1:8100/v1
+  ttftscope doctor               # the bottleneck and its remedy (exit 1 on warnings)
+  ttftscope config show          # every setting and where it came from
+  ttftscope local-server stop"""
+
+
+@contextlib.contextmanager
+def _local_gateway(state: CliState, upstream: str) -> Iterator[str]:
+    """A token-id gateway in front of the local server, for the demo's A/B."""
+    from ttftscope.gateway.serve import BackgroundGateway
+
+    settings = GatewaySettings(
+        upstreams={"local": UpstreamSettings(base_url=upstream, model_dir=model_dir())}
+    )
+    with BackgroundGateway(settings) as gw:
+        state.err.print(
+            f"token-id gateway on {gw.base_url} (ids via {gw.gateway.upstreams[0].api})"
+        )
+        yield gw.base_url
+
+
+def _bench_args(result_dir: Path, gateway_url: str, seed: int) -> BenchArgs:
+    """4 agent sessions at 5% of agent context sizes, direct and through the gateway."""
+    return BenchArgs(
+        sessions=4,
+        context_tokens="86000-123000",
+        scale=0.05,
+        think_time_s=0.1,
+        shared_system_prompt=False,
+        replay=None,
+        seed=seed,
+        max_tokens=None,
+        max_concurrency=None,
+        request_rate="inf",
+        num_prompts=16,
+        duration=300.0,
+        num_warmups=1,
+        metric_percentiles="50,90,99",
+        result_dir=result_dir / time.strftime("bench-%Y%m%d-%H%M%S"),
+        label="demo",
+        extra_body=None,
+        target=("direct", f"gateway={gateway_url}"),
+        honour_retry_after=False,
+        shard="1/1",
+        run_id=None,
+        as_json=False,
+    )
+
+
+def _probe_and_bench(
+    state: CliState, args: ProbeArgs, url: str | None, bench: bool
+) -> tuple[dict[str, Any], Path | None]:
+    summary = run_probe_command(state, dataclasses.replace(args, gateway_url=url))
+    if url is None or not bench:
+        return summary, None
+    state.err.print("agent sessions, direct and through the gateway (ttftscope bench)…")
+    result_dir = args.result_dir or Path("ttftscope-results")
+    run = execute_bench(state, _bench_args(result_dir, url, args.seed))
+    return summary, run.files.summary.parent
+
+
+@click.command()
+@probe_options
+@click.option("--keep-server", is_flag=True, help="Leave the local vLLM running afterwards")
+@click.option("--no-gateway", is_flag=True, help="Skip the direct-vs-gateway comparison")
+@click.option("--no-bench", is_flag=True, help="Skip the agent-session bench")
+@click.pass_context
+def demo(
+    ctx: click.Context,
+    context_tokens: str,
+    repeat: int,
+    num_warmups: int,
+    max_tokens: int | None,
+    ab: AbMode | None,
+    seed: int,
+    result_dir: Path | None,
+    metric_percentiles: str,
+    as_json: bool,
+    wide: bool,
+    keep_server: bool,
+    no_gateway: bool,
+    no_bench: bool,
+) -> None:
+    """The main job on a laptop: local vLLM up, probe sweep, bench, report, doctor, vLLM down."""
+    state = cli_state(ctx)
+    args = ProbeArgs(
+        context_tokens=context_tokens,
+        repeat=repeat,
+        num_warmups=num_warmups,
+        max_tokens=max_tokens,
+        ab=ab,
+        seed=seed,
+        result_dir=result_dir,
+        metric_percentiles=metric_percentiles,
+        as_json=as_json,
+        wide=wide,
+    )
+    state.err.print("preparing the local vLLM (the first run installs ~3.4 GB, then cached)")
+    started = process.ensure_started()
+    server = started.server
+    try:
+        state.set_flag("api.base_url", server.base_url)
+        state.set_flag("model.default", server.model)
+        if state.load().settings.tokenizer.path is None:
+            # the served model's own tokenizer, so client-side tokenization is measured too
+            state.set_flag("tokenizer.path", str(model_dir()))
+        if no_gateway:
+            summary, bench_dir = _probe_and_bench(state, args, None, False)
+        else:
+            with _local_gateway(state, server.base_url) as url:
+                summary, bench_dir = _probe_and_bench(state, args, url, not no_bench)
+    finally:
+        if started.launched and not keep_server:
+            process.stop(only_pid=server.pid)
+            state.err.print("local vLLM stopped")
+    if as_json or "records_path" not in summary:
+        return
+    paths = [Path(summary["records_path"]), *([bench_dir] if bench_dir else [])]
+    ctx.invoke(report, result_dirs=tuple(paths), out=None)
+    print_records_diagnosis(state, paths, make_console())
+    click.echo(NEXT_STEPS)

@@ -1,0 +1,204 @@
+"""``ttftscope doctor``: name the bottleneck and the remedy, from live checks and records."""
+
+from __future__ import annotations
+
+import textwrap
+import time
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from ttftscope.cli.console import make_console
+from ttftscope.cli.options import CliState, cli_state, dumps, endpoint_options, run_async
+from ttftscope.cli.progress import RequestProgress
+from ttftscope.client.endpoint import Endpoint
+from ttftscope.config.loader import LoadedSettings
+from ttftscope.doctor.diagnose import Inputs, diagnose
+from ttftscope.doctor.findings import Diagnosis, Finding
+from ttftscope.doctor.gather import Live, read_live, read_recorded
+from ttftscope.localserver.model import model_dir
+from ttftscope.probe.experiments import ProbeOptions, run_probe
+from ttftscope.records import RecordWriter
+from ttftscope.tokenization.loader import Tokenizer, load_tokenizer
+
+__all__ = ["doctor", "print_diagnosis", "print_records_diagnosis"]
+
+_MARK_PLAIN = {"critical": "✗", "warning": "!", "info": "i"}
+_STYLE = {"critical": "bold red", "warning": "bold yellow", "info": "bold blue"}
+
+
+def _tokenizer(loaded: LoadedSettings) -> Tokenizer | None:
+    path = loaded.settings.tokenizer.path
+    if path is None and loaded.sources["api.base_url"].kind == "local":
+        path = model_dir()  # the local server's own model: its tokenizer is right here
+    return None if path is None or not Path(path).exists() else load_tokenizer(path)
+
+
+def _logs(loaded: LoadedSettings) -> list[Path]:
+    s = loaded.settings
+    out = []
+    if s.gateway.log_prompts and s.gateway.request_log is not None:
+        out.append(s.gateway.request_log)
+    if s.observability.records_dir is not None:
+        out.append(s.observability.records_dir / "requests.jsonl")
+    return out
+
+
+def _live_probe(
+    state: CliState, ep: Endpoint, tok: Tokenizer | None, sizes: list[int], out: Path
+) -> Path:
+    """A short probe (chat; text vs ids too with a tokenizer) whose records the rules read."""
+    opts = ProbeOptions(
+        context_tokens=sizes,
+        repeat=3,
+        num_warmups=1,
+        ab="ids" if tok is not None else None,
+        salt=f"doctor-{time.time_ns() % 10**9}",
+        metrics_settle_s=2.0,
+    )
+    path = out / f"probe-{time.strftime('%Y%m%d-%H%M%S')}.jsonl"
+    with RecordWriter(path) as writer, RequestProgress(opts.total_requests, state.err) as bar:
+        run_async(
+            run_probe(
+                ep,
+                opts,
+                writer=writer,
+                on_record=bar.record,
+                local_tokenizer=tok,
+                on_stage=bar.stage,
+            )
+        )
+    return path
+
+
+def _sizes(text: str) -> list[int]:
+    try:
+        sizes = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        sizes = []
+    if not sizes or min(sizes) < 0:
+        raise click.BadParameter(
+            f"{text!r}: give sizes like 1000,4000,16000", param_hint="--context-tokens"
+        )
+    return sizes
+
+
+def print_diagnosis(d: Diagnosis, console: Console) -> None:
+    """The findings, worst first, each with its evidence and remedy; then what was checked."""
+    if d.healthy:
+        console.print("[green]✓ no problem found[/] in what was checked", highlight=False)
+    for f in d.findings:
+        _print_finding(f, console)
+    _hanging(console, "checked: ", "; ".join(d.checked), "dim")
+    for note in d.notes:
+        _hanging(console, "note: ", note, "dim")
+
+
+def _hanging(console: Console, first: str, text: str, style: str = "") -> None:
+    """``first`` then ``text`` wrapped to the console, later lines indented under the text."""
+    # into a pipe or file: 80 columns, the width people read reports at
+    width = max(console.width, 40) if console.is_terminal else 80
+    lines = textwrap.wrap(
+        text, width=width, initial_indent=first, subsequent_indent=" " * len(first)
+    ) or [first]
+    for line in lines:
+        console.print(line, style=style or None, highlight=False, markup=False, soft_wrap=True)
+
+
+def _print_finding(f: Finding, console: Console) -> None:
+    save = f" (saves ~{f.saving_ms:,.0f} ms per request)" if f.saving_ms else ""
+    _hanging(console, _MARK_PLAIN[f.severity] + " ", f.title, _STYLE[f.severity])
+    _hanging(console, "  ", f"{f.id} · {f.severity}", "dim")
+    sources = list(dict.fromkeys(e.source for e in f.evidence))
+    for e in f.evidence:
+        tail = "" if len(sources) == 1 else f" ({e.source})"
+        _hanging(console, "  • ", e.fact + tail)
+    if len(sources) == 1:
+        _hanging(console, "    ", f"from {sources[0]}", "dim")
+    _hanging(console, "  → ", f.remedy + save, "green")
+    console.print()
+
+
+def print_records_diagnosis(state: CliState, paths: list[Path], console: Console) -> int:
+    """Diagnose result paths (no live checks) and print it; return the exit code it implies.
+
+    The main job ends with this: what the run's own records say, without gating it.
+    """
+    loaded = state.load()
+    recorded = read_recorded(paths, _logs(loaded))
+    found = diagnose(
+        Inputs(loaded=loaded, cwd=Path.cwd(), recorded=recorded, tokenizer=_tokenizer(loaded))
+    )
+    console.print("[bold]doctor[/] (what these records say):", highlight=False)
+    print_diagnosis(found, console)
+    return found.exit_code
+
+
+@click.command()
+@endpoint_options
+@click.option(
+    "--records",
+    "records",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="Probe/bench result dir, records file or request log (repeatable)",
+)
+@click.option(
+    "--live/--no-live",
+    default=True,
+    show_default=True,
+    help="Scrape the endpoint's /metrics and models (and the gateway's)",
+)
+@click.option(
+    "--probe/--no-probe",
+    "do_probe",
+    default=None,
+    help="Run a short probe (default: when live and no --records)",
+)
+@click.option(
+    "--context-tokens",
+    default="1000,4000,16000",
+    show_default=True,
+    help="Context sizes of the short probe",
+)
+@click.option(
+    "--result-dir",
+    type=click.Path(path_type=Path),
+    help="Where the short probe's records go [default: ttftscope-results/doctor]",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the findings as JSON")
+@click.pass_context
+def doctor(
+    ctx: click.Context,
+    records: tuple[Path, ...],
+    live: bool,
+    do_probe: bool | None,
+    context_tokens: str,
+    result_dir: Path | None,
+    as_json: bool,
+) -> None:
+    """Look at the endpoint and the records and say what slows TTFT, with numbers and the
+    remedy. Exits 1 when any finding is a warning or worse (gate a pipeline on it)."""
+    state = cli_state(ctx)
+    loaded = state.load()
+    ep = Endpoint.from_settings(loaded.settings, headers=state.headers)
+    tok = _tokenizer(loaded)
+    sizes = _sizes(context_tokens)
+    got: Live | None = run_async(read_live(ep, loaded)) if live else None
+    paths = list(records)
+    reachable = got is not None and got.served_models is not None
+    if (do_probe if do_probe is not None else live and not records) and reachable:
+        state.err.print("a short probe of the endpoint (chat, and text vs ids)…")
+        paths.append(
+            _live_probe(state, ep, tok, sizes, result_dir or Path("ttftscope-results/doctor"))
+        )
+    recorded = read_recorded(paths, _logs(loaded))
+    found = diagnose(
+        Inputs(loaded=loaded, cwd=Path.cwd(), recorded=recorded, live=got, tokenizer=tok)
+    )
+    if as_json:
+        click.echo(dumps(found.model_dump(mode="json") | {"exit_code": found.exit_code}))
+    else:
+        print_diagnosis(found, make_console())
+    ctx.exit(found.exit_code)

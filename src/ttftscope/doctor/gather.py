@@ -1,0 +1,136 @@
+"""What the doctor looks at: result directories, request logs, and the live endpoint.
+
+Nothing here judges; it collects, and says in ``notes`` what it could not collect and why
+(a server that did not answer is a note, not a crash: the other evidence still counts).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+from ttftscope.client.endpoint import Endpoint
+from ttftscope.config.loader import LoadedSettings
+from ttftscope.doctor.server import GatewayFacts, ServerFacts, gateway_facts, server_facts
+from ttftscope.errors import TtftscopeError
+from ttftscope.metrics.scrape import ascrape
+from ttftscope.report.results import Run, load_runs
+
+__all__ = ["Live", "Recorded", "gateway_metrics_url", "read_live", "read_recorded"]
+
+
+@dataclass
+class Recorded:
+    """Runs read from ``--records`` paths and the request logs found beside them."""
+
+    runs: list[Run] = field(default_factory=list)
+    request_logs: list[Path] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def _is_request_log(path: Path) -> bool:
+    return path.suffix == ".jsonl" and path.name.startswith(("requests", "gateway-requests"))
+
+
+def read_recorded(paths: Sequence[Path], extra_logs: Sequence[Path] = ()) -> Recorded:
+    """Read result directories and record files; collect request logs (``requests*.jsonl``).
+
+    A path that holds only a request log is fine: dynamic prefixes need nothing else.
+
+    >>> import tempfile; d = Path(tempfile.mkdtemp())
+    >>> _ = (d / "requests.jsonl").write_text('{"prompt": "hi"}\\n')
+    >>> got = read_recorded([d]); got.runs, [p.name for p in got.request_logs]
+    ([], ['requests.jsonl'])
+    """
+    out = Recorded()
+    result_paths: list[Path] = []
+    for path in paths:
+        if path.is_file() and _is_request_log(path):
+            out.request_logs.append(path)
+            continue
+        if path.is_dir():
+            out.request_logs += sorted(p for p in path.glob("*.jsonl") if _is_request_log(p))
+        result_paths.append(path)
+    for path in result_paths:
+        try:
+            out.runs += load_runs([path])
+        except TtftscopeError as exc:
+            if not out.request_logs or not path.is_dir():
+                raise
+            out.notes.append(f"{path}: {exc.message}")
+    out.request_logs += [p for p in extra_logs if p.is_file() and p not in out.request_logs]
+    for run in out.runs:
+        out.notes += list(run.notes)
+    return out
+
+
+@dataclass
+class Live:
+    """What the configured endpoint (and gateway, if any) said just now."""
+
+    server: ServerFacts | None = None
+    gateway: GatewayFacts | None = None
+    served_models: tuple[str, ...] | None = None
+    checked: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def gateway_metrics_url(loaded: LoadedSettings) -> str | None:
+    """The configured gateway's ``/metrics``, when a gateway is configured.
+
+    >>> from ttftscope.config.loader import load_settings
+    >>> gateway_metrics_url(load_settings(env={}, cwd=Path("/nonexistent"))) is None
+    True
+    """
+    gw = loaded.settings.gateway
+    if not gw.upstreams:
+        return None
+    host = "127.0.0.1" if gw.host in ("0.0.0.0", "::", "") else gw.host
+    return f"http://{host}:{gw.port}/metrics"
+
+
+async def _server(ep: Endpoint, live: Live, client: httpx.AsyncClient) -> None:
+    try:
+        snap = await ascrape(ep.metrics_url, client=client, headers=ep.scrape_headers())
+    except TtftscopeError as exc:
+        live.notes.append(f"/metrics not read: {exc.message}")
+        return
+    live.server = server_facts(snap, ep.metrics_url)
+    live.checked.append(f"server metrics ({ep.metrics_url})")
+
+
+async def _models(ep: Endpoint, live: Live, client: httpx.AsyncClient) -> None:
+    try:
+        live.served_models = tuple(await ep.list_models(client))
+    except TtftscopeError as exc:
+        live.notes.append(f"{ep.base_url}/models not read: {exc.message}")
+        return
+    live.checked.append(f"served models ({ep.base_url}/models)")
+
+
+async def _gateway(url: str, live: Live, client: httpx.AsyncClient) -> None:
+    try:
+        snap = await ascrape(url, client=client)
+    except TtftscopeError as exc:
+        live.notes.append(
+            f"gateway metrics not read (is `ttftscope gateway` running?): {exc.message}"
+        )
+        return
+    live.gateway = gateway_facts(snap, url)
+    live.checked.append(f"gateway metrics ({url})")
+
+
+async def read_live(ep: Endpoint, loaded: LoadedSettings) -> Live:
+    """Scrape the server's ``/metrics``, list its models, and scrape the gateway's metrics."""
+    live = Live()
+    async with httpx.AsyncClient(timeout=min(ep.timeout_s, 10.0)) as client:
+        jobs = [_server(ep, live, client), _models(ep, live, client)]
+        url = gateway_metrics_url(loaded)
+        if url is not None:
+            jobs.append(_gateway(url, live, client))
+        await asyncio.gather(*jobs)
+    return live

@@ -1,0 +1,120 @@
+"""What a server's ``/metrics`` says about itself, for the doctor: cache config, queue, models.
+
+vLLM publishes its cache configuration as labels of ``vllm:cache_config_info`` (a gauge of
+1): ``enable_prefix_caching`` and ``block_size`` are what the findings need. The gateway's
+own metrics (``ttftscope_``) carry its exactness checks and pass-throughs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ttftscope.metrics.names import Reader, detect_engine
+from ttftscope.metrics.prom import SampleView
+
+__all__ = ["GatewayFacts", "ServerFacts", "gateway_facts", "server_facts"]
+
+_CACHE_INFO = "vllm:cache_config_info"
+
+
+@dataclass(frozen=True)
+class ServerFacts:
+    """One scrape of an engine's ``/metrics``, read for diagnosis.
+
+    >>> from ttftscope.metrics.prom import parse
+    >>> snap = parse('vllm:cache_config_info{block_size="128",enable_prefix_caching="False"} 1')
+    >>> f = server_facts(snap, "http://h/metrics"); f.prefix_caching, f.block_size
+    (False, 128)
+    """
+
+    source: str
+    engine: str
+    prefix_caching: bool | None = None
+    block_size: int | None = None
+    models: tuple[str, ...] = ()
+    running: float | None = None
+    waiting: float | None = None
+    prefix_hits: float | None = None
+    prefix_queries: float | None = None
+
+
+def _label(view: SampleView, name: str, label: str) -> str | None:
+    for labels in view.series(name):
+        value = dict(labels).get(label)
+        if value is not None:
+            return value
+    return None
+
+
+def _truth(text: str | None) -> bool | None:
+    if text is None:
+        return None
+    return {"true": True, "false": False}.get(text.strip().lower())
+
+
+def _int(text: str | None) -> int | None:
+    try:
+        return None if text is None else int(text)
+    except ValueError:
+        return None
+
+
+def server_facts(view: SampleView, source: str) -> ServerFacts:
+    """Read the doctor's facts from one scrape (``source`` names where it came from)."""
+    engine = detect_engine(view)
+    reader = Reader(view, engine, {})
+    return ServerFacts(
+        source=source,
+        engine=engine,
+        prefix_caching=_truth(_label(view, _CACHE_INFO, "enable_prefix_caching")),
+        block_size=_int(_label(view, _CACHE_INFO, "block_size")),
+        models=tuple(view.label_values("model_name")),
+        running=reader.gauge("running"),
+        waiting=reader.gauge("waiting"),
+        prefix_hits=reader.counter("prefix_hits"),
+        prefix_queries=reader.counter("prefix_queries"),
+    )
+
+
+@dataclass(frozen=True)
+class GatewayFacts:
+    """The gateway's exactness counters and pass-throughs, from its ``/metrics``.
+
+    >>> from ttftscope.metrics.prom import parse
+    >>> g = gateway_facts(parse("ttftscope_shadow_checks_total 10\\n"
+    ...                         "ttftscope_shadow_mismatches_total 1\\n"), "gw")
+    >>> g.shadow_checks, g.shadow_mismatches
+    (10.0, 1.0)
+    """
+
+    source: str
+    shadow_checks: float = 0.0
+    shadow_mismatches: float = 0.0
+    verify_checks: float = 0.0
+    verify_mismatches: float = 0.0
+    passthrough: dict[str, float] = field(default_factory=dict)  # by reason
+
+    @property
+    def mismatches(self) -> float:
+        """Shadow and upstream-verification mismatches together."""
+        return self.shadow_mismatches + self.verify_mismatches
+
+
+def _total(view: SampleView, name: str) -> float:
+    return sum(view.series(name).values())
+
+
+def gateway_facts(view: SampleView, source: str) -> GatewayFacts:
+    """Read the gateway's counters from one scrape of its ``/metrics``."""
+    by_reason: dict[str, float] = {}
+    for labels, value in view.series("ttftscope_passthrough_total").items():
+        reason = dict(labels).get("reason", "?")
+        by_reason[reason] = by_reason.get(reason, 0.0) + value
+    return GatewayFacts(
+        source=source,
+        shadow_checks=_total(view, "ttftscope_shadow_checks_total"),
+        shadow_mismatches=_total(view, "ttftscope_shadow_mismatches_total"),
+        verify_checks=_total(view, "ttftscope_verify_checks_total"),
+        verify_mismatches=_total(view, "ttftscope_verify_mismatches_total"),
+        passthrough=by_reason,
+    )
