@@ -260,3 +260,27 @@ def test_the_queue_finding_uses_the_targets_own_peak_when_the_summary_has_it(
     )
     found = {f.subject: f.text for f in verdict(load_runs([tmp_path])).findings if f.part}
     assert "up to 3 waiting" in found["direct"] and "up to 9 waiting" in found["gw"]
+
+
+def test_targets_judged_on_shared_histograms_get_one_finding_not_one_each(
+    tmp_path: Path,
+) -> None:
+    # direct and gateway on one server: its histograms mix both targets' requests, so a
+    # per-target verdict would blame the gateway for the direct requests' front end
+    client_only = {"server_ttft_ms": None, "prefix_hits": None, "prefix_queries": None}
+    records = [
+        r.model_copy(update=client_only)
+        for r in bench_records(10, Parts(), targets=("direct", "gateway"))
+    ]
+    summary = {
+        "run_id": "bench-1",
+        "mean_ttft_ms": 900.0,
+        "server_mean_ttft_ms": 880.0,
+        "server_mean_frontend_ms": 600.0,
+        "server_mean_prefill_ms": 200.0,
+    }
+    BenchDir(records=records, summary=summary).write(tmp_path)
+    parts = [f for f in verdict(load_runs([tmp_path])).findings if f.part is not None]
+    (f,) = parts
+    assert f.subject == "direct + gateway (run-wide server histograms)"
+    assert "even through the gateway" not in f.text

@@ -327,13 +327,34 @@ def _comparisons(run: Run, series: Sequence[Series], prefix: str = "") -> list[F
     return out
 
 
+def _one_server_for_all(run: Run, series: Sequence[Series]) -> bool:
+    """Bench targets judged only on run-wide histograms (no request has its own parts)."""
+    return (
+        run.kind == "bench"
+        and len(series) > 1
+        and all(breakdown(list(s.records)) is None for s in series)
+    )
+
+
+def _whole_run_evidence(run: Run, series: Sequence[Series], prefix: str) -> Evidence:
+    names = " + ".join(s.name for s in series)
+    first = _series_evidence(series[0], f"{prefix}{names} (run-wide server histograms)")
+    n = sum(len(s.records) for s in series)
+    return Evidence(first.subject, first.breakdown, n, first.hit_rate, peak_waiting(run), False)
+
+
 def _run_findings(run: Run, prefix: str = "") -> list[Finding]:
     """Every finding about one run; ``prefix`` names the run when a report has several."""
     out = health_findings(_run_health(run, prefix.removesuffix(" · ") or "this run"))
     series = split_series(run)
     main = [s for s in series if s.name not in _INSTRUMENTS] or series
-    for s in main:
-        out.extend(part_findings(_series_evidence(s, prefix + s.name)))
+    if _one_server_for_all(run, main):
+        # the targets' server-side parts come from the same histograms: one finding, not a
+        # copy per target that would blame (or credit) a path for the others' requests
+        out.extend(part_findings(_whole_run_evidence(run, main, prefix)))
+    else:
+        for s in main:
+            out.extend(part_findings(_series_evidence(s, prefix + s.name)))
     if not series:
         found = summary_breakdown(run.bench_summaries)
         completed = sum(s.completed or 0 for s in run.bench_summaries)
