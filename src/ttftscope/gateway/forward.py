@@ -116,6 +116,7 @@ async def _relay(
     rewrite: tuple[Rewrite, Callable[[], bytes]] | None,
 ) -> AsyncIterator[bytes]:
     events = 0
+    finished = False
     try:
         async for chunk in resp.content.iter_any():
             # the second event is the first one after vLLM's role chunk: the first token
@@ -126,6 +127,7 @@ async def _relay(
             yield rewrite[0](chunk) if rewrite is not None else chunk
         if rewrite is not None:
             yield rewrite[1]()
+        finished = True
     except (TimeoutError, aiohttp.ClientError) as exc:
         # headers are gone already: end the stream the way OpenAI clients read errors
         err = {
@@ -137,4 +139,7 @@ async def _relay(
         }
         yield b"data: " + orjson.dumps(err) + b"\n\n"
     finally:
-        resp.close()  # a disconnected client lands here too: vLLM then aborts the request
+        if finished:  # read to its end: the connection goes back to the pool for the next
+            resp.release()
+        else:  # a disconnected client lands here too: closing makes vLLM abort the request
+            resp.close()
