@@ -11,6 +11,7 @@ from rich.console import Console
 
 from ttftscope.cli.console import make_console
 from ttftscope.cli.options import CliState, cli_state, dumps, endpoint_options, run_async
+from ttftscope.cli.probe import parse_numbers
 from ttftscope.cli.progress import RequestProgress
 from ttftscope.client.endpoint import Endpoint
 from ttftscope.config.loader import LoadedSettings
@@ -72,18 +73,6 @@ def _live_probe(
     return path
 
 
-def _sizes(text: str) -> list[int]:
-    try:
-        sizes = [int(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        sizes = []
-    if not sizes or min(sizes) < 0:
-        raise click.BadParameter(
-            f"{text!r}: give sizes like 1000,4000,16000", param_hint="--context-tokens"
-        )
-    return sizes
-
-
 def print_diagnosis(d: Diagnosis, console: Console) -> None:
     """The findings, worst first, each with its evidence and remedy; then what was checked."""
     if d.healthy:
@@ -120,16 +109,23 @@ def _print_finding(f: Finding, console: Console) -> None:
     console.print()
 
 
+def _diagnose(
+    loaded: LoadedSettings, paths: list[Path], live: Live | None, tok: Tokenizer | None
+) -> Diagnosis:
+    """Every rule over ``paths`` (and the configured request logs) and what ``live`` saw."""
+    recorded = read_recorded(paths, _logs(loaded))
+    return diagnose(
+        Inputs(loaded=loaded, cwd=Path.cwd(), recorded=recorded, live=live, tokenizer=tok)
+    )
+
+
 def print_records_diagnosis(state: CliState, paths: list[Path], console: Console) -> int:
     """Diagnose result paths (no live checks) and print it; return the exit code it implies.
 
     The main job ends with this: what the run's own records say, without gating it.
     """
     loaded = state.load()
-    recorded = read_recorded(paths, _logs(loaded))
-    found = diagnose(
-        Inputs(loaded=loaded, cwd=Path.cwd(), recorded=recorded, tokenizer=_tokenizer(loaded))
-    )
+    found = _diagnose(loaded, paths, None, _tokenizer(loaded))
     console.print("[bold]doctor[/] (what these records say):", highlight=False)
     print_diagnosis(found, console)
     return found.exit_code
@@ -184,7 +180,7 @@ def doctor(
     loaded = state.load()
     ep = Endpoint.from_settings(loaded.settings, headers=state.headers)
     tok = _tokenizer(loaded)
-    sizes = _sizes(context_tokens)
+    sizes = parse_numbers(context_tokens, "--context-tokens", int)
     got: Live | None = run_async(read_live(ep, loaded)) if live else None
     paths = list(records)
     reachable = got is not None and got.served_models is not None
@@ -193,10 +189,7 @@ def doctor(
         paths.append(
             _live_probe(state, ep, tok, sizes, result_dir or Path("ttftscope-results/doctor"))
         )
-    recorded = read_recorded(paths, _logs(loaded))
-    found = diagnose(
-        Inputs(loaded=loaded, cwd=Path.cwd(), recorded=recorded, live=got, tokenizer=tok)
-    )
+    found = _diagnose(loaded, paths, got, tok)
     if as_json:
         click.echo(dumps(found.model_dump(mode="json") | {"exit_code": found.exit_code}))
     else:

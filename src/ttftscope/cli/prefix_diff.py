@@ -20,8 +20,8 @@ from rich.text import Text
 from ttftscope.cli.console import make_console
 from ttftscope.cli.options import cli_state, config_options, dumps
 from ttftscope.doctor.dynamic import DynamicValue
-from ttftscope.doctor.prefix import PrefixDiff, RenderedPrompt, diff_rendered, render_prompt
-from ttftscope.doctor.requestlog import conversation_pairs, read_body, read_request_log
+from ttftscope.doctor.prefix import PrefixDiff, diff_rendered, pair_diffs, render_prompt
+from ttftscope.doctor.requestlog import read_body, read_request_log
 from ttftscope.errors import ConfigError
 from ttftscope.tokenization.loader import Tokenizer, load_tokenizer
 
@@ -171,15 +171,7 @@ def _log_diffs(path: Path, tok: Tokenizer | None) -> _LogDiffs:
             hint="a request log has one OpenAI request body per line (JSONL); for two bodies "
             "in two JSON files, pass both files",
         )
-    rendered: dict[int, RenderedPrompt] = {}
-
-    def render(i: int) -> RenderedPrompt:
-        if i not in rendered:
-            rendered[i] = render_prompt(log.bodies[i], tok)
-        return rendered[i]
-
-    pairs = conversation_pairs(log.bodies)
-    diffs = [(log.lines[i], log.lines[j], diff_rendered(render(i), render(j))) for i, j in pairs]
+    diffs = [(log.lines[i], log.lines[j], d) for (i, j), d in pair_diffs(log.bodies, tok)]
     return _LogDiffs(diffs, len(log.bodies), log.skipped_lines)
 
 

@@ -33,7 +33,7 @@ from ttftscope.records import ProbeRecord, RecordWriter
 from ttftscope.report.terminal import print_probe_summary
 from ttftscope.tokenization.loader import Tokenizer, load_tokenizer
 
-__all__ = ["ProbeArgs", "probe", "probe_options", "run_probe_command"]
+__all__ = ["ProbeArgs", "parse_numbers", "probe", "probe_options", "run_probe_command"]
 
 N = TypeVar("N", int, float)
 F = TypeVar("F", bound=Callable[..., Any])
@@ -56,7 +56,7 @@ class ProbeArgs:
     gateway_url: str | None = None
 
 
-def _numbers(text: str, what: str, cast: Callable[[str], N]) -> list[N]:
+def parse_numbers(text: str, what: str, cast: Callable[[str], N]) -> list[N]:
     """Parse ``"0,8000,32000"``; a clear error names the flag and shows an example."""
     try:
         values = [cast(v.strip().replace("_", "")) for v in text.split(",") if v.strip()]
@@ -225,7 +225,7 @@ def run_probe_command(state: CliState, args: ProbeArgs) -> dict[str, Any]:
     if args.max_tokens is not None:
         state.set_flag("model.max_tokens", args.max_tokens)
     opts = ProbeOptions(
-        context_tokens=_numbers(args.context_tokens, "--context-tokens", int),
+        context_tokens=parse_numbers(args.context_tokens, "--context-tokens", int),
         repeat=args.repeat,
         num_warmups=args.num_warmups,
         ab=args.ab,
@@ -233,7 +233,7 @@ def run_probe_command(state: CliState, args: ProbeArgs) -> dict[str, Any]:
         salt=f"{args.seed}-{time.time_ns() % 10**9}",
         gateway_url=args.gateway_url,
     )
-    percentiles = _numbers(args.metric_percentiles, "--metric-percentiles", float)
+    percentiles = parse_numbers(args.metric_percentiles, "--metric-percentiles", float)
     if any(q > 100 for q in percentiles):
         raise ConfigError(
             f"--metric-percentiles {args.metric_percentiles!r}: each must be between 0 and 100",

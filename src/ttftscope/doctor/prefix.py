@@ -19,7 +19,7 @@ May import tokenization, errors and the other prefix modules (``dynamic``, ``req
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -46,6 +46,7 @@ __all__ = [
     "conversation_pairs",
     "diff_prompts",
     "diff_rendered",
+    "pair_diffs",
     "read_request_log",
     "render_prompt",
 ]
@@ -279,3 +280,22 @@ def diff_prompts(
     (65, [('timestamp', '2026-12-01T10:00:00Z', '2026-12-01T10:05:00Z')])
     """
     return diff_rendered(render_prompt(a, tokenizer), render_prompt(b, tokenizer))
+
+
+def pair_diffs(
+    bodies: Sequence[Mapping[str, object]], tokenizer: Tokenizer | None = None
+) -> Iterator[tuple[tuple[int, int], PrefixDiff]]:
+    """Each conversation pair of a log, diffed, in log order; every body rendered once.
+
+    A body is B of one pair and A of the next, so its rendering (and encode) is kept; the
+    pairs come lazily, so a caller that wants only the first early divergence stops there.
+
+    >>> [(p, d.diverge_char) for p, d in pair_diffs([{"prompt": "ab"}, {"prompt": "abc"}])]
+    [((0, 1), None)]
+    """
+    rendered: dict[int, RenderedPrompt] = {}
+    for pair in conversation_pairs(bodies):
+        for i in pair:
+            if i not in rendered:
+                rendered[i] = render_prompt(bodies[i], tokenizer)
+        yield pair, diff_rendered(rendered[pair[0]], rendered[pair[1]])

@@ -17,7 +17,14 @@ from pathlib import Path
 
 from ttftscope.errors import ConfigError
 
-__all__ = ["RequestLog", "conversation_pairs", "prompt_body", "read_body", "read_request_log"]
+__all__ = [
+    "RequestLog",
+    "conversation_pairs",
+    "prompt_body",
+    "read_body",
+    "read_request_log",
+    "token_ids",
+]
 
 Body = Mapping[str, object]
 _HINT_BODY = (
@@ -44,15 +51,27 @@ class RequestLog:
         return len(self.skipped_lines)
 
 
-def _is_prompt(prompt: object) -> bool:
-    """A completions prompt: text, or token ids (a non-empty list of ints)."""
-    if isinstance(prompt, str):
-        return True
+def _are_ids(prompt: object) -> bool:
     return (
         isinstance(prompt, list)
         and bool(prompt)
         and all(isinstance(t, int) and not isinstance(t, bool) for t in prompt)
     )
+
+
+def _is_prompt(prompt: object) -> bool:
+    """A completions prompt: text, or token ids (a non-empty list of ints)."""
+    return isinstance(prompt, str) or _are_ids(prompt)
+
+
+def token_ids(body: Body) -> list[int] | None:
+    """The token ids a completions body sends as its prompt, if it sends ids.
+
+    >>> token_ids({"prompt": [1, 2]}), token_ids({"prompt": "hi"}), token_ids({"prompt": [True]})
+    ([1, 2], None, None)
+    """
+    prompt = body.get("prompt")
+    return list(prompt) if isinstance(prompt, list) and _are_ids(prompt) else None
 
 
 def prompt_body(value: object) -> Body | None:

@@ -15,8 +15,12 @@ from pathlib import Path
 
 from ttftscope.doctor.dynamic import common_prefix
 from ttftscope.doctor.findings import Evidence, Finding
-from ttftscope.doctor.prefix import PrefixDiff, diff_prompts
-from ttftscope.doctor.requestlog import RequestLog, conversation_pairs, read_request_log
+from ttftscope.doctor.prefix import PrefixDiff, pair_diffs
+from ttftscope.doctor.requestlog import (
+    RequestLog,
+    read_request_log,
+    token_ids,
+)
 from ttftscope.doctor.server import GatewayFacts
 from ttftscope.doctor.textspeed import slow_path_facts
 from ttftscope.errors import TtftscopeError
@@ -103,31 +107,30 @@ def _early(d: PrefixDiff) -> bool:
     return lost > 0 and d.diverge_char < EARLY_SHARE * d.chars_a
 
 
+def _first_early(
+    log: RequestLog, tok: Tokenizer | None
+) -> tuple[PrefixDiff, tuple[int, int]] | None:
+    """The first conversation pair whose prompts diverge early."""
+    return next(((d, pair) for pair, d in pair_diffs(log.bodies, tok) if _early(d)), None)
+
+
 def dynamic_findings(ev: TextEvidence, logs: Sequence[tuple[Path, RequestLog]]) -> list[Finding]:
     """The first early divergence of each log's conversations (one finding per log)."""
     bs = ev.block_size or DEFAULT_BLOCK
     out: list[Finding] = []
     for path, log in logs:
-        for pair in conversation_pairs(log.bodies):
-            d = diff_prompts(log.bodies[pair[0]], log.bodies[pair[1]], tokenizer=ev.tokenizer)
-            if _early(d):
-                out.append(_dynamic_finding(path, log, d, pair, bs, ev.block_size is not None))
-                break
+        found = _first_early(log, ev.tokenizer)
+        if found is not None:
+            d, pair = found
+            out.append(_dynamic_finding(path, log, d, pair, bs, ev.block_size is not None))
     return out
-
-
-def _ids(body: Mapping[str, object]) -> list[int] | None:
-    prompt = body.get("prompt")
-    if isinstance(prompt, list) and prompt and all(isinstance(t, int) for t in prompt):
-        return [int(t) for t in prompt]
-    return None
 
 
 def _inexact_in_log(path: Path, log: RequestLog, tok: Tokenizer, bs: int) -> list[Evidence]:
     bad = lost = 0
     out: list[Evidence] = []
     for body, line in zip(log.bodies, log.lines, strict=True):
-        sent = _ids(body)
+        sent = token_ids(body)
         if sent is None:
             continue
         exact = tok.encode(tok.decode(sent))
