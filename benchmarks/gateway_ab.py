@@ -1,16 +1,20 @@
 """Chat as text straight to vLLM vs chat through the token-id gateway vs ids straight to vLLM.
 
-A coding-agent conversation is grown to each context size; every request appends a fresh
-~1.4K-character turn (and the previous turn's reply), as agents call, so the prefix cache is
-warm and only the tail is new. The three variants alternate within each round (rotating who
-goes first) against the same server, in one run:
+A coding-agent conversation is grown around each context size; every request sends the
+history plus a fresh ~1.4K-character turn, as agents call, so the prefix cache is warm and
+only the tail is new (one turn and a reply join the history each round, so the context
+grows slowly: ``context_tokens_first_last``). The three variants alternate within each
+round (rotating who goes first) against the same server, in one run:
 
 - ``direct_text``: chat to vLLM's ``/v1/chat/completions`` (vLLM renders and tokenizes);
 - ``direct_ids``: the client renders and fully encodes, then sends ``prompt: [ids]`` to
   ``/v1/completions`` (client time not counted: the ceiling of what ids can give);
 - ``gateway``: chat to the gateway, which sends vLLM the chat with token ids.
 
-A short-prompt run then alternates direct and gateway chat to measure what the hop costs.
+A short-prompt run first alternates direct and gateway chat to measure what the hop costs.
+vLLM's own TTFT spreads by several ms from request to request, so beside the medians each
+line has ``gateway_added_ms_p50``: TTFT through the gateway minus the gateway's upstream
+TTFT for the same request (its ``/metrics``), the part of TTFT spent in the gateway.
 Prints figures; one JSON line per size; the last line is the JSON of the largest size.
 
     python benchmarks/gateway_ab.py --sizes 32000,100000
@@ -89,22 +93,29 @@ def gateway_process(upstream: str) -> Iterator[str]:
 
 
 class Conversation:
-    """One growing agent conversation: a long system context, then turn after turn."""
+    """One growing agent conversation: a long system context, then round after round.
+
+    In a round every variant sends the history plus a fresh turn of its own (so each finds
+    the history cached and its turn new); the gateway's turn and a reply then join the
+    history, so the context grows by one turn a round, not one per request.
+    """
 
     def __init__(self, tok: Tokenizer, tokens: int, seed: int) -> None:
         context = build_context(tokens, lambda s: len(tok.encode(s)), seed=seed)
         self.messages: list[dict[str, Any]] = [
             {"role": "system", "content": f"You are a coding agent. Session {seed}.\n{context}"}
         ]
-        self.turn = 0
+        self.turns = 0
 
-    def next_request(self) -> list[dict[str, Any]]:
-        """The messages of the next request: everything so far plus a fresh user turn."""
-        if self.turn:
-            self.messages.append({"role": "assistant", "content": REPLY})
-        self.messages.append({"role": "user", "content": agent_turn(self.turn, seed=7)})
-        self.turn += 1
-        return [dict(m) for m in self.messages]
+    def request(self) -> list[dict[str, Any]]:
+        """The history plus a turn no request has sent yet."""
+        self.turns += 1
+        turn = {"role": "user", "content": agent_turn(self.turns, seed=7)}
+        return [*(dict(m) for m in self.messages), turn]
+
+    def advance(self, kept: list[dict[str, Any]]) -> None:
+        """``kept`` (one of this round's requests) and a reply become the history."""
+        self.messages = [*kept, {"role": "assistant", "content": REPLY}]
 
 
 async def _ttft(
@@ -156,17 +167,29 @@ async def size_run(
     urls: dict[str, str], model: str, tok: Tokenizer, tokens: int, rounds: int, max_tokens: int
 ) -> dict[str, Any]:
     renderer = ChatRenderer(tok)
-    conv = Conversation(tok, tokens, seed=tokens)
+    # every request appends a turn and a reply: start below the size by half of what the
+    # run adds, so the measured requests sit around it
+    per_round = len(tok.encode(agent_turn(0, seed=7) + REPLY)) + 10
+    conv = Conversation(tok, max(1000, tokens - per_round * (rounds + 1) // 2), seed=tokens)
+    first = len(tok.encode(renderer.render(conv.messages)))
     times: dict[str, list[float]] = {v: [] for v in VARIANTS}
+    added: list[float] = []
     async with httpx.AsyncClient(timeout=900) as client:
         for r in range(rounds + 1):  # round 0 fills the prefix cache and the gateway session
             order = VARIANTS[r % 3 :] + VARIANTS[: r % 3]
+            sent = {v: conv.request() for v in VARIANTS}
             for variant in order:
+                before = await upstream_ttft_s(client, urls["gateway"])
                 ms = await _one(
-                    client, variant, urls, model, conv.next_request(), renderer, tok, max_tokens
+                    client, variant, urls, model, sent[variant], renderer, tok, max_tokens
                 )
                 if r:
                     times[variant].append(ms)
+                if r and variant == "gateway":
+                    added.append(
+                        ms - 1000 * (await upstream_ttft_s(client, urls["gateway"]) - before)
+                    )
+            conv.advance(sent["gateway"])
             print(
                 f"  {tokens:,} tokens, round {r}: "
                 + ", ".join(f"{v} {times[v][-1]:.0f} ms" for v in VARIANTS if r),
@@ -174,8 +197,10 @@ async def size_run(
             )
     med = {v: statistics.median(times[v]) for v in VARIANTS}
     pairs = list(zip(times["direct_text"], times["direct_ids"], times["gateway"], strict=True))
+    last = len(tok.encode(renderer.render(conv.messages)))
     return {
-        "context_tokens": len(tok.encode(renderer.render(conv.messages))),
+        "context_tokens": (first + last) // 2,
+        "context_tokens_first_last": [first, last],
         "direct_text_median_ttft_ms": round(med["direct_text"], 1),
         "direct_ids_median_ttft_ms": round(med["direct_ids"], 1),
         "gateway_median_ttft_ms": round(med["gateway"], 1),
@@ -185,8 +210,18 @@ async def size_run(
         # steadier than the ratio of medians when other work on the machine comes and goes
         "text_over_gateway_paired": round(statistics.median(t / g for t, _, g in pairs), 3),
         "gateway_over_ids_paired": round(statistics.median(g / i for _, i, g in pairs), 3),
+        # TTFT through the gateway minus the gateway's own upstream TTFT for that request
+        # (its /metrics): what the gateway adds, without vLLM's spread in the way
+        "gateway_added_ms_p50": round(statistics.median(added), 2),
         "requests": sum(len(t) for t in times.values()),
     }
+
+
+async def upstream_ttft_s(client: httpx.AsyncClient, gateway: str) -> float:
+    """The gateway's running total of upstream time to first token, in seconds."""
+    text = (await client.get(gateway.removesuffix("/v1") + "/metrics")).text
+    name = "ttftscope_gateway_upstream_first_token_seconds_sum"
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(name))
 
 
 async def short_run(urls: dict[str, str], model: str, pairs: int) -> dict[str, Any]:
@@ -198,16 +233,20 @@ async def short_run(urls: dict[str, str], model: str, pairs: int) -> dict[str, A
         "max_tokens": 4,
         "ignore_eos": True,
     }
-    direct: list[float] = []
-    via: list[float] = []
+    times: dict[str, list[float]] = {"direct": [], "gateway": []}
+    added: list[float] = []
     async with httpx.AsyncClient(timeout=60) as client:
         for i in range(pairs + 10):
-            first, second = ("direct", "gateway") if i % 2 else ("gateway", "direct")
-            a = await _ttft(client, urls[first], "/chat/completions", body)
-            b = await _ttft(client, urls[second], "/chat/completions", body)
-            if i >= 10:  # warm-up pairs: connections, caches
-                (direct if first == "direct" else via).append(a)
-                (via if first == "direct" else direct).append(b)
+            for name in ("direct", "gateway") if i % 2 else ("gateway", "direct"):
+                before = await upstream_ttft_s(client, urls["gateway"])
+                ms = await _ttft(client, urls[name], "/chat/completions", body)
+                if i < 10:  # warm-up pairs: connections, caches
+                    continue
+                times[name].append(ms)
+                if name == "gateway":
+                    after = await upstream_ttft_s(client, urls["gateway"])
+                    added.append(ms - 1000 * (after - before))
+    direct, via = times["direct"], times["gateway"]
     return {
         "short_direct_ms_p50": round(statistics.median(direct), 3),
         "short_gateway_ms_p50": round(statistics.median(via), 3),
@@ -215,6 +254,7 @@ async def short_run(urls: dict[str, str], model: str, pairs: int) -> dict[str, A
         "short_overhead_ms_paired_p50": round(
             statistics.median(v - d for v, d in zip(via, direct, strict=True)), 3
         ),
+        "short_gateway_added_ms_p50": round(statistics.median(added), 3),
         "short_pairs": pairs,
     }
 
@@ -222,8 +262,8 @@ async def short_run(urls: dict[str, str], model: str, pairs: int) -> dict[str, A
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", default="32000,100000", help="context sizes in tokens")
-    ap.add_argument("--rounds", type=int, default=6, help="measured rounds per size")
-    ap.add_argument("--short-pairs", type=int, default=100)
+    ap.add_argument("--rounds", type=int, default=20, help="measured rounds per size")
+    ap.add_argument("--short-pairs", type=int, default=300)
     ap.add_argument("--max-tokens", type=int, default=4)
     ap.add_argument("--base-url", help="an already running vLLM (default: the local one)")
     args = ap.parse_args()

@@ -1,7 +1,7 @@
 """Is the load generator the bottleneck? ``ttftscope bench`` vs ``vllm bench serve``.
 
-Against a trivial local streaming endpoint (its own process: uvicorn + httptools answering
-every chat request with 4 content chunks at once), both runners send the same number of
+Against a trivial local streaming endpoint (``trivial_upstream.py`` in its own process,
+answering every chat request with 4 content chunks at once), both runners send the same number of
 requests at ``--request-rate inf`` with the same concurrency, one after the other in one
 run. Ours keeps its full measurement per request (phases, per-chunk times, a flushed
 record, the 250 ms ``/metrics`` sampler). The rate each sustains is completed requests over
@@ -34,8 +34,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import httpx
+import trivial_upstream
 import uvloop
+from trivial_upstream import started
 
 from ttftscope.bench.options import BenchOptions, ContextSizes, TargetSpec
 from ttftscope.bench.runner import run_bench
@@ -47,45 +48,6 @@ from ttftscope.localserver.vllm_bench import vllm_bench_command
 from ttftscope.probe.workload import agent_turn
 
 MODEL = "trivial"
-ENDPOINT = r"""
-import json, sys, uvicorn
-from starlette.applications import Starlette
-from starlette.responses import JSONResponse, PlainTextResponse, StreamingResponse
-from starlette.routing import Route
-
-def sse(obj):
-    return b"data: " + json.dumps(obj).encode() + b"\n\n"
-
-def chunk(**delta):
-    return {"id": "c", "object": "chat.completion.chunk", "model": "trivial",
-            "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
-
-PARTS = [sse(chunk(role="assistant", content=""))] + [sse(chunk(content=f"t{i}")) for i in range(4)]
-PARTS[-1] = PARTS[-1].replace(b'"finish_reason": null', b'"finish_reason": "stop"')
-PARTS += [sse({"id": "c", "model": "trivial", "choices": [],
-               "usage": {"prompt_tokens": 16, "completion_tokens": 4, "total_tokens": 20}}),
-          b"data: [DONE]\n\n"]
-METRICS = "# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting 0\n"
-
-async def parts():
-    for p in PARTS:
-        yield p
-
-async def chat(request):
-    await request.body()
-    return StreamingResponse(parts(), media_type="text/event-stream")
-
-async def models(request):
-    return JSONResponse({"object": "list", "data": [{"id": "trivial", "object": "model"}]})
-
-async def metrics(request):
-    return PlainTextResponse(METRICS)
-
-app = Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"]),
-                        Route("/v1/models", models), Route("/metrics", metrics)])
-uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="critical",
-            loop="uvloop", http="httptools", access_log=False)
-"""
 
 
 def _free_port() -> int:
@@ -98,20 +60,9 @@ def _free_port() -> int:
 def trivial_endpoint() -> Iterator[str]:
     """The trivial streaming endpoint in its own process; yields its base URL."""
     port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-c", ENDPOINT, str(port)])
     url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                httpx.get(url + "/v1/models", timeout=1)
-                break
-            except httpx.HTTPError:
-                time.sleep(0.1)
+    with started([sys.executable, trivial_upstream.__file__, str(port)], url + "/v1/models"):
         yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 def ours(base: str, model: str, opts: BenchOptions, out: Path) -> tuple[dict[str, Any], float]:

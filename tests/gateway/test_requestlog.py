@@ -38,16 +38,18 @@ def _settings(srv: FaultServer, qwen2_dir: Path, **kw: Any) -> GatewaySettings:
 
 def _chat(gw: GatewayServer, body: dict[str, Any]) -> httpx.Response:
     headers = {"Authorization": "Bearer sekrit-key"}
-    return httpx.post(gw.base_url + "/chat/completions", json=body, headers=headers, timeout=30)
+    route = "/chat/completions" if "messages" in body else "/completions"
+    return httpx.post(gw.base_url + route, json=body, headers=headers, timeout=30)
 
 
-def test_each_chat_body_is_one_line_with_model_and_upstream(
+def test_each_body_is_one_line_with_model_and_upstream(
     upstream: FaultServer, qwen2_dir: Path, tmp_path: Path
 ) -> None:
     path = tmp_path / "logs" / "requests.jsonl"
     bodies: list[dict[str, Any]] = [
         {"model": "tiny-llama", "messages": CHAT, "stream": True, "max_tokens": 3},
         {"model": "tiny-qwen-chat", "messages": [*CHAT, {"role": "user", "content": "é\n"}]},
+        {"model": "tiny-llama", "prompt": "a completions prompt", "max_tokens": 2},
     ]
     settings = _settings(upstream, qwen2_dir, log_prompts=True, request_log=path)
     with GatewayServer(settings, env={"GW_KEYS": "sekrit-key"}) as gw:
@@ -55,8 +57,8 @@ def test_each_chat_body_is_one_line_with_model_and_upstream(
             assert _chat(gw, body).status_code == 200
         assert _chat(gw, {"model": "nope", "messages": CHAT}).status_code == 404
     lines = path.read_bytes().splitlines()
-    assert len(lines) == 2
-    for line, body, name in zip(lines, bodies, ("ids", "text"), strict=True):
+    assert len(lines) == 3
+    for line, body, name in zip(lines, bodies, ("ids", "text", "ids"), strict=True):
         record = json.loads(line)
         meta = record.pop("ttftscope")
         assert record == body

@@ -10,6 +10,7 @@ as plain ASGI, :mod:`ttftscope.gateway.asgi`), ``GET /v1/models`` (the union),
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hmac
 import logging
@@ -137,8 +138,13 @@ class Gateway:
 
     def count(self, route: str, up: Upstream | None, mode: str, response: Response) -> Response:
         name = up.name if up is not None else "-"
-        self.metrics.requests.labels(route, name, mode, str(response.status_code)).inc()
+        labels = (route, name, mode, str(response.status_code))
+        # counted once the response is under way: metrics wait, the first token does not
+        asyncio.get_running_loop().call_soon(self._count, labels)
         return response
+
+    def _count(self, labels: tuple[str, str, str, str]) -> None:
+        self.metrics.requests.labels(*labels).inc()
 
     def passthrough(self, up: Upstream, reason: str) -> str:
         """Count a request sent upstream as text, by reason; its mode label."""
@@ -146,6 +152,10 @@ class Gateway:
         return "text"
 
     def account(self, up: Upstream, enc: Encoded) -> None:
+        """Record one encode in ``/metrics``, while the upstream works on the request."""
+        asyncio.get_running_loop().call_soon(self._account, up, enc)
+
+    def _account(self, up: Upstream, enc: Encoded) -> None:
         m = self.metrics
         m.tokenize_seconds.labels(up.name).observe(enc.seconds)
         m.tokens_reused.labels(up.name).inc(enc.reused_tokens)
@@ -263,6 +273,8 @@ async def completions(gw: Gateway, scope: Scope, receive: Receive) -> Response:
         gw.check_key(header(scope["headers"], "authorization"))
         raw, body = await gw.body(scope, receive)
         up = await gw.route(body["model"])
+        if gw.request_log is not None:
+            gw.request_log.write(body, model=body["model"], upstream=up.name)
         stream = body.get("stream") is True
         prompt = body.get("prompt")
         data = raw

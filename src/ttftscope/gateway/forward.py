@@ -14,10 +14,10 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator, Callable
 
-import aiohttp
 import orjson
 from starlette.responses import Response, StreamingResponse
 
+from ttftscope.gateway.hop import Answer, HopError
 from ttftscope.gateway.metrics import GatewayMetrics
 from ttftscope.gateway.upstreams import Upstream
 
@@ -65,21 +65,19 @@ async def forward(
     """
     t0 = time.perf_counter()
     try:
-        resp = await _post(up, path, data)
-    except TimeoutError:
-        return openai_error(504, f"upstream {up.name!r} did not answer in time")
-    except aiohttp.ClientError as exc:
-        return openai_error(502, f"upstream {up.name!r} is unreachable ({type(exc).__name__})")
+        resp = await up.post(path, data)
+    except HopError as exc:
+        if exc.kind == "timeout":
+            return openai_error(504, f"upstream {up.name!r} did not answer in time ({exc})")
+        return openai_error(502, f"upstream {up.name!r} is unreachable ({exc})")
     metrics.upstream_ttfb.labels(up.name).observe(time.perf_counter() - t0)
     headers = {k: v for k in _PASSED_HEADERS if (v := resp.headers.get(k)) is not None}
     if resp.status != 200 or not stream:
         try:
             body = await resp.read()
-        except (TimeoutError, aiohttp.ClientError):
+        except HopError as exc:
             resp.close()
-            return openai_error(502, f"upstream {up.name!r} broke off its answer")
-        finally:
-            resp.release()
+            return openai_error(502, f"upstream {up.name!r} broke off its answer ({exc})")
         if resp.status == 200 and rewrite_body is not None:
             body = rewrite_body(body)
         return Response(body, status_code=resp.status, headers=headers)
@@ -91,26 +89,9 @@ async def forward(
     )
 
 
-async def _post(up: Upstream, path: str, data: bytes) -> aiohttp.ClientResponse:
-    assert up.session is not None
-    for attempt in (1, 2):
-        try:
-            return await up.session.post(
-                up.url(path), data=data, headers=up.headers, timeout=up.timeout()
-            )
-        except aiohttp.ClientConnectorError:
-            raise  # no connection at all: retrying will not help
-        except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError):
-            # a pooled connection the server closed as we reused it: no answer came, so
-            # the request was not served; once more, on a fresh connection
-            if attempt == 2:
-                raise
-    raise AssertionError("unreachable")
-
-
 async def _relay(
     up: Upstream,
-    resp: aiohttp.ClientResponse,
+    resp: Answer,
     t0: float,
     metrics: GatewayMetrics,
     rewrite: tuple[Rewrite, Callable[[], bytes]] | None,
@@ -118,7 +99,7 @@ async def _relay(
     events = 0
     finished = False
     try:
-        async for chunk in resp.content.iter_any():
+        async for chunk in resp.chunks():
             # the second event is the first one after vLLM's role chunk: the first token
             if events < 2:
                 events += chunk.count(b"\n\n")
@@ -128,11 +109,11 @@ async def _relay(
         if rewrite is not None:
             yield rewrite[1]()
         finished = True
-    except (TimeoutError, aiohttp.ClientError) as exc:
+    except HopError as exc:
         # headers are gone already: end the stream the way OpenAI clients read errors
         err = {
             "error": {
-                "message": f"upstream {up.name!r} broke off the stream ({type(exc).__name__})",
+                "message": f"upstream {up.name!r} broke off the stream ({exc})",
                 "type": "BadGatewayError",
                 "code": 502,
             }

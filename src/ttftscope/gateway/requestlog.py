@@ -1,4 +1,4 @@
-"""The request log: each chat request body received, one JSON line, written off the hot path.
+"""The request log: each request body received, one JSON line, written off the hot path.
 
 Only with ``gateway.log_prompts = true`` and ``gateway.request_log`` set. A line is the
 body as the client sent it plus ``"ttftscope": {"t_wall", "model", "upstream"}``; no

@@ -26,10 +26,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-import aiohttp
 import orjson
 
 from ttftscope.config.schema import UpstreamSettings
+from ttftscope.gateway.hop import Answer, HopError, HopTimeouts, UpstreamPool
 from ttftscope.gateway.sessions import SessionCache
 from ttftscope.tokenization.chat import ChatRenderer
 from ttftscope.tokenization.loader import Tokenizer, load_tokenizer
@@ -54,7 +54,7 @@ class Upstream:
     tok: Tokenizer | None = None
     renderer: ChatRenderer | None = None
     cache: SessionCache | None = None
-    session: aiohttp.ClientSession | None = None
+    pool: UpstreamPool | None = None
     _models_at: float = 0.0
 
     @staticmethod
@@ -73,27 +73,26 @@ class Upstream:
     def mode(self) -> Literal["ids", "text"]:
         return "ids" if self.api is not None else "text"
 
-    def url(self, path: str) -> str:
-        """``base_url`` + ``path`` (``/chat/completions``, ``/models``, ...)."""
-        return self.settings.base_url.rstrip("/") + path
-
-    def root_url(self, path: str) -> str:
-        """The server root (``base_url`` without ``/v1``) + ``path`` (``/tokenize``)."""
-        base = self.settings.base_url.rstrip("/")
-        return (base[: -len("/v1")] if base.endswith("/v1") else base) + path
-
-    def timeout(self) -> aiohttp.ClientTimeout:
+    def timeouts(self) -> HopTimeouts:
         t = self.settings.timeout_seconds
-        return aiohttp.ClientTimeout(total=None, sock_connect=min(t, 30.0), sock_read=t)
+        return HopTimeouts(connect_s=min(t, 30.0), read_s=t)
+
+    async def post(self, path: str, data: bytes) -> Answer:
+        """POST a JSON body to ``base_url`` + ``path``; the answer once its headers are in."""
+        return await self._request("POST", path, data)
+
+    async def _request(
+        self, method: Literal["GET", "POST"], path: str, data: bytes, *, root: bool = False
+    ) -> Answer:
+        assert self.pool is not None, "Upstream.start() opens the connection pool"
+        target = self.pool.path(path, root=root)
+        return await self.pool.request(method, target, data, self.headers, self.timeouts())
 
     async def start(self, *, cache_bytes: int, shadow_every: int, env: Mapping[str, str]) -> None:
         """Open the connection pool, load the tokenizer, list models, choose the ids API."""
         var = self.settings.api_key_env
         self.api_key = env.get(var) if var else None
-        # idle connections go before uvicorn's (vLLM's) 5 s keep-alive ends: reusing one
-        # the server is closing fails the request
-        connector = aiohttp.TCPConnector(limit=256, ttl_dns_cache=300, keepalive_timeout=4.0)
-        self.session = aiohttp.ClientSession(connector=connector, auto_decompress=False)
+        self.pool = UpstreamPool(self.settings.base_url)
         if self.settings.mode == "ids":
             self._load_tokenizer(cache_bytes, shadow_every)
         await self.refresh_models(force=True)
@@ -109,8 +108,8 @@ class Upstream:
         )
 
     async def close(self) -> None:
-        if self.session is not None:
-            await self.session.close()
+        if self.pool is not None:
+            self.pool.close()
 
     def _load_tokenizer(self, cache_bytes: int, shadow_every: int) -> None:
         folder = self.settings.model_dir
@@ -134,8 +133,8 @@ class Upstream:
         self._models_at = time.monotonic()
         try:
             data = await self.get_json("/models")
-        except (TimeoutError, aiohttp.ClientError, ValueError) as exc:
-            log.warning("upstream %s: GET /models failed (%s)", self.name, type(exc).__name__)
+        except (HopError, ValueError) as exc:
+            log.warning("upstream %s: GET /models failed (%s)", self.name, exc)
             return
         entries = data.get("data") if isinstance(data, dict) else None
         cards = [m for m in entries or [] if isinstance(m, dict) and isinstance(m.get("id"), str)]
@@ -145,20 +144,23 @@ class Upstream:
         }
 
     async def get_json(self, path: str) -> Any:
-        assert self.session is not None
-        async with self.session.get(
-            self.url(path), headers=self.headers, timeout=self.timeout()
-        ) as resp:
-            resp.raise_for_status()
-            return orjson.loads(await resp.read())
+        """GET ``base_url`` + ``path`` as JSON (ValueError unless the answer is a 200)."""
+        resp = await self._request("GET", path, b"")
+        raw = await _read(resp)
+        if resp.status != 200:
+            raise ValueError(f"HTTP {resp.status}")
+        return orjson.loads(raw)
 
-    async def post_json(self, url: str, body: Mapping[str, Any]) -> tuple[int, Any]:
-        """POST a small JSON body (probes, verification); status and parsed answer."""
-        assert self.session is not None
-        async with self.session.post(
-            url, data=orjson.dumps(body), headers=self.headers, timeout=self.timeout()
-        ) as resp:
-            raw = await resp.read()
+    async def post_json(
+        self, path: str, body: Mapping[str, Any], *, root: bool = False
+    ) -> tuple[int, Any]:
+        """POST a small JSON body (probes, verification); status and parsed answer.
+
+        ``path`` is under ``base_url`` (``/chat/completions``), or with ``root`` under the
+        server's root (``/tokenize``).
+        """
+        resp = await self._request("POST", path, orjson.dumps(body), root=root)
+        raw = await _read(resp)
         try:
             return resp.status, orjson.loads(raw)
         except orjson.JSONDecodeError:
@@ -184,14 +186,14 @@ class Upstream:
         if api == "chat-ids":
             body["messages"] = [{"role": "user", "content": "hi"}]
             body["kv_transfer_params"] = {"prompt_token_ids": ids}
-            url = self.url("/chat/completions")
+            path = "/chat/completions"
         else:
             body["prompt"] = ids
-            url = self.url("/completions")
+            path = "/completions"
         try:
-            status, answer = await self.post_json(url, body)
-        except (TimeoutError, aiohttp.ClientError) as exc:
-            return False, type(exc).__name__
+            status, answer = await self.post_json(path, body)
+        except HopError as exc:
+            return False, str(exc)
         usage = answer.get("usage") if isinstance(answer, dict) else None
         counted = usage.get("prompt_tokens") if isinstance(usage, dict) else None
         if status == 200 and counted == len(ids):
@@ -211,3 +213,11 @@ def upstreams_from(settings: Mapping[str, UpstreamSettings]) -> list[Upstream]:
 def environment() -> Mapping[str, str]:
     """The process environment (where upstream keys live)."""
     return os.environ
+
+
+async def _read(resp: Answer) -> bytes:
+    try:
+        return await resp.read()
+    except BaseException:
+        resp.close()
+        raise

@@ -16,8 +16,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeGuard
 
-import aiohttp
-
+from ttftscope.gateway.hop import HopError
 from ttftscope.gateway.metrics import GatewayMetrics
 from ttftscope.gateway.upstreams import Upstream
 
@@ -78,14 +77,14 @@ class Verifier:
 
     async def _their_ids(self, up: Upstream, body: Mapping[str, Any]) -> list[int] | None:
         try:
-            status, answer = await up.post_json(up.url("/chat/completions/render"), dict(body))
+            status, answer = await up.post_json("/chat/completions/render", dict(body))
             if status == 200 and isinstance(answer, dict):
                 ids = answer.get("token_ids") or answer.get("prompt_token_ids")
                 if _ints(ids):
                     return list(ids)
             query = {k: body[k] for k in _TOKENIZE_FIELDS if k in body}
-            status, answer = await up.post_json(up.root_url("/tokenize"), query)
-        except (TimeoutError, aiohttp.ClientError):
+            status, answer = await up.post_json("/tokenize", query, root=True)
+        except HopError:
             return None
         tokens = answer.get("tokens") if isinstance(answer, dict) else None
         return list(tokens) if status == 200 and _ints(tokens) else None
