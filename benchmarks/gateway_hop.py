@@ -46,13 +46,13 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def gateway(upstream: str, mode: str) -> tuple[list[str], str]:
+def gateway(upstream: str, mode: str, folder: Path) -> tuple[list[str], str]:
     """The command of a gateway in front of ``upstream``, and its base URL."""
     port = _free_port()
     cmd = [sys.executable, "-c", "from ttftscope.cli import main; main()", "gateway"]
     cmd += ["--upstream", upstream, "--mode", mode, "--port", str(port)]
     if mode == "ids":
-        cmd += ["--model-dir", str(model_dir())]
+        cmd += ["--model-dir", str(folder)]
     return cmd, f"http://127.0.0.1:{port}"
 
 
@@ -91,11 +91,15 @@ def measure(urls: dict[str, str], pairs: int) -> dict[str, list[float]]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--pairs", type=int, default=500, help="measured rounds")
+    ap.add_argument(
+        "--model-dir", type=Path, help="tokenizer + chat template (default: the tiny model's)"
+    )
     args = ap.parse_args()
     up_port = _free_port()
     up = f"http://127.0.0.1:{up_port}"
-    ids_cmd, ids_url = gateway(up + "/v1", "ids")
-    text_cmd, text_url = gateway(up + "/v1", "text")
+    folder = args.model_dir or model_dir()
+    ids_cmd, ids_url = gateway(up + "/v1", "ids", folder)
+    text_cmd, text_url = gateway(up + "/v1", "text", folder)
     with (
         started([sys.executable, trivial_upstream.__file__, str(up_port)], up + "/v1/models"),
         started(ids_cmd, ids_url + "/health") as ids_gw,
@@ -107,7 +111,7 @@ def main() -> None:
         times = measure({"direct": up, "ids": ids_url, "text": text_url}, args.pairs)
         cpu_ms = (cpu_s(ids_gw.pid) - cpu0) * 1000 / (args.pairs + 50)
     direct = statistics.median(times["direct"])
-    result: dict[str, float | int] = {"direct_ms_p50": round(direct, 3)}
+    result: dict[str, float | int | str] = {"ids_api": api, "direct_ms_p50": round(direct, 3)}
     for mode in ("ids", "text"):
         result[f"{mode}_overhead_ms_p50"] = round(statistics.median(times[mode]) - direct, 3)
         paired = (g - d for g, d in zip(times[mode], times["direct"], strict=True))

@@ -28,18 +28,17 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-import threading
-import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
+
+from ttftscope.threadserver import ThreadServer
 
 __all__ = ["CapturedRequest", "FaultOptions", "FaultServer"]
 
@@ -77,8 +76,7 @@ class FaultServer:
     def __init__(self, options: FaultOptions | None = None) -> None:
         self.options = options or FaultOptions()
         self.requests: list[CapturedRequest] = []
-        self._server: uvicorn.Server | None = None
-        self._thread: threading.Thread | None = None
+        self._server: ThreadServer | None = None
         self.port = 0
 
     @property
@@ -89,25 +87,8 @@ class FaultServer:
         return f"http://127.0.0.1:{self.port}/{scenario}" + ("/v1" if v1 else "")
 
     def __enter__(self) -> FaultServer:
-        config = uvicorn.Config(
-            _app(self),
-            host="127.0.0.1",
-            port=0,
-            log_level="critical",
-            lifespan="off",
-            timeout_graceful_shutdown=1,
-            http="h11",
-        )
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, daemon=True)
-        self._thread.start()
-        deadline = time.monotonic() + 10
-        while not self._server.started:
-            if not self._thread.is_alive() or time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError("fault server did not start")
-            time.sleep(0.005)
-        self.port = self._server.servers[0].sockets[0].getsockname()[1]
+        self._server = ThreadServer(_app(self), name="fault server", http="h11")
+        self.port = self._server.__enter__().port
         return self
 
     def __exit__(
@@ -117,12 +98,7 @@ class FaultServer:
 
     def stop(self) -> None:
         if self._server is not None:
-            self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            if self._thread.is_alive() and self._server is not None:
-                self._server.force_exit = True
-                self._thread.join(timeout=5)
+            self._server.stop()
 
 
 def _sse(obj: object) -> bytes:

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from ttftscope.tokenization.fixtures import build_all
+
 ROOT = Path(__file__).parent.parent
 FIELDS = {
     "tokenizer",
@@ -47,3 +49,21 @@ def test_benchmark_prints_one_json_line_with_every_field(script: str) -> None:
     assert result.keys() >= FIELDS
     assert result["appends"] == 3 and result["mismatches"] == 0
     assert result["bytes_per_cached_token"] <= 16
+
+
+def test_the_hop_benchmark_measures_both_modes_against_a_trivial_upstream() -> None:
+    qwen2_dir = build_all(["qwen2"])["qwen2"]  # a real tokenizer and chat template, offline
+    cmd = [sys.executable, str(ROOT / "benchmarks" / "gateway_hop.py"), "--pairs", "20"]
+    proc = subprocess.run(
+        [*cmd, "--model-dir", str(qwen2_dir)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["ids_api"] == "chat-ids" and result["pairs"] == 20
+    for mode in ("ids", "text"):
+        # the gateway costs something, and far less than a vLLM TTFT
+        assert 0 < result[f"{mode}_overhead_ms_paired_p50"] < 50

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Literal, TypeVar
+from typing import IO, Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -272,3 +273,21 @@ def read_records(path: Path) -> list[ProbeRecord]:
     []
     """
     return read_records_report(path).records
+
+
+def failure_tally(records: Sequence[ProbeRecord]) -> dict[str, dict[str, Any]]:
+    """Failed requests by kind: how many, the first message (already redacted), its status.
+
+    The ``failures`` table of probe and bench summaries.
+
+    >>> failure_tally([ProbeRecord(run_id="r", index=0, variant="chat", phase="warm", ok=False,
+    ...                            error_kind="server_error", error="500", status=500)])
+    {'server_error': {'count': 1, 'example': '500', 'status': 500}}
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for r in records:
+        if not r.ok:
+            kind = str(r.error_kind or FailureKind.REQUEST_ERROR)
+            entry = out.setdefault(kind, {"count": 0, "example": r.error, "status": r.status})
+            entry["count"] += 1
+    return out

@@ -7,15 +7,15 @@ Starts on 127.0.0.1 (port chosen by the OS) in a daemon thread, like
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 from types import TracebackType
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
+
+from ttftscope.threadserver import ThreadServer
 
 
 class MetricsServer:
@@ -26,8 +26,7 @@ class MetricsServer:
         self.scrapes = 0
         self.lock = threading.Lock()
         self.port = 0
-        self._server: uvicorn.Server | None = None
-        self._thread: threading.Thread | None = None
+        self._server: ThreadServer | None = None
 
     @property
     def url(self) -> str:
@@ -47,23 +46,12 @@ class MetricsServer:
         return Starlette(routes=[Route("/metrics", metrics, methods=["GET"])])
 
     def __enter__(self) -> MetricsServer:
-        config = uvicorn.Config(
-            self._app(), host="127.0.0.1", port=0, log_level="critical", lifespan="off"
-        )
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, daemon=True)
-        self._thread.start()
-        deadline = time.monotonic() + 10
-        while not self._server.started:
-            if time.monotonic() > deadline:
-                raise RuntimeError("metrics stand-in did not start")
-            time.sleep(0.005)
-        self.port = self._server.servers[0].sockets[0].getsockname()[1]
+        self._server = ThreadServer(self._app(), name="metrics stand-in")
+        self.port = self._server.__enter__().port
         return self
 
     def __exit__(
         self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
     ) -> None:
-        assert self._server is not None and self._thread is not None
-        self._server.should_exit = True
-        self._thread.join(timeout=5)
+        assert self._server is not None
+        self._server.stop()

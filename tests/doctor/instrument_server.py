@@ -11,18 +11,17 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
-import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
+
+from ttftscope.threadserver import ThreadServer
 
 MODEL = "tiny"
 QUEUE_S, PREFILL_S, TTFT_S, E2E_S = 0.005, 0.010, 0.020, 0.030
@@ -75,27 +74,15 @@ class FakeVllm:
     port: int = 0
 
     def __post_init__(self) -> None:
-        self._server: uvicorn.Server | None = None
-        self._thread: threading.Thread | None = None
+        self._server: ThreadServer | None = None
 
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
     def __enter__(self) -> FakeVllm:
-        config = uvicorn.Config(
-            _app(self), host="127.0.0.1", port=0, log_level="critical", lifespan="off"
-        )
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, daemon=True)
-        self._thread.start()
-        deadline = time.monotonic() + 10
-        while not self._server.started:
-            if not self._thread.is_alive() or time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError("fake vLLM did not start")
-            time.sleep(0.005)
-        self.port = self._server.servers[0].sockets[0].getsockname()[1]
+        self._server = ThreadServer(_app(self), name="fake vLLM")
+        self.port = self._server.__enter__().port
         return self
 
     def __exit__(
@@ -105,9 +92,7 @@ class FakeVllm:
 
     def stop(self) -> None:
         if self._server is not None:
-            self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+            self._server.stop()
 
     def finish_one(self) -> None:
         self.totals.requests += 1

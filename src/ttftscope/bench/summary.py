@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, model_validator
 
 from ttftscope.bench.servers import ServerParts, combined_keys, parts_by_source, pword
 from ttftscope.errors import FailureKind
-from ttftscope.records import ProbeRecord
+from ttftscope.records import ProbeRecord, failure_tally
 from ttftscope.stats import percentile
 
 SUMMARY_SCHEMA_VERSION = 1
@@ -63,22 +63,6 @@ def metric_keys(name: str, values: Sequence[float], percentiles: Sequence[float]
 
 def _values(records: Sequence[ProbeRecord], attr: str) -> list[float]:
     return [v for r in records if (v := getattr(r, attr)) is not None and math.isfinite(v)]
-
-
-def failures(records: Sequence[ProbeRecord]) -> dict[str, dict[str, Any]]:
-    """Failed requests by kind: how many, the first message (already redacted), status.
-
-    >>> failures([ProbeRecord(run_id="r", index=0, variant="chat", phase="warm", ok=False,
-    ...                       error_kind="server_error", error="500", status=500)])
-    {'server_error': {'count': 1, 'example': '500', 'status': 500}}
-    """
-    out: dict[str, dict[str, Any]] = {}
-    for r in records:
-        if not r.ok:
-            kind = str(r.error_kind or FailureKind.REQUEST_ERROR)
-            entry = out.setdefault(kind, {"count": 0, "example": r.error, "status": r.status})
-            entry["count"] += 1
-    return out
 
 
 def client_keys(
@@ -149,7 +133,7 @@ def summarize_bench(facts: RunFacts) -> dict[str, Any]:
     out.update(client_keys(measured, all_itl, facts.duration_s, facts.percentiles))
     out["contamination_advice"] = CONTAMINATION_ADVICE if out["contaminated"] else None
     out.update(combined_keys(facts.servers, facts.percentiles))
-    out["failures"] = failures(measured)
+    out["failures"] = failure_tally(measured)
     out["targets"] = {
         name: {
             **client_keys(

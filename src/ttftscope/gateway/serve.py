@@ -7,16 +7,14 @@
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Mapping
 from types import TracebackType
 
 import uvicorn
 
 from ttftscope.config.schema import GatewaySettings
-from ttftscope.errors import TtftscopeError
 from ttftscope.gateway.app import Gateway, create_app
+from ttftscope.threadserver import ThreadServer
 
 
 def serve(settings: GatewaySettings) -> None:
@@ -39,18 +37,16 @@ class BackgroundGateway:
         self, settings: GatewaySettings, env: Mapping[str, str] | None = None, port: int = 0
     ) -> None:
         self.app = create_app(settings, env=env)
-        self._config = uvicorn.Config(
+        self._server = ThreadServer(
             self.app,
-            host="127.0.0.1",
+            name="gateway",
             port=port,
-            log_level="warning",
             lifespan="on",
-            timeout_graceful_shutdown=2,
-            access_log=False,
+            log_level="warning",
+            start_timeout_s=120,  # start-up probes every upstream once
+            graceful_s=2,
+            hint="see the log lines above for the upstream that failed",
         )
-        self._server = uvicorn.Server(self._config)
-        self._thread: threading.Thread | None = None
-        self.port = port
 
     @property
     def gateway(self) -> Gateway:
@@ -58,22 +54,15 @@ class BackgroundGateway:
         return gw
 
     @property
+    def port(self) -> int:
+        return self._server.port
+
+    @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
     def __enter__(self) -> BackgroundGateway:
-        self._thread = threading.Thread(target=self._server.run, daemon=True)
-        self._thread.start()
-        deadline = time.monotonic() + 120  # start-up probes every upstream once
-        while not self._server.started:
-            if not self._thread.is_alive() or time.monotonic() > deadline:
-                self.stop()
-                raise TtftscopeError(
-                    "the gateway did not start",
-                    hint="see the log lines above for the upstream that failed",
-                )
-            time.sleep(0.01)
-        self.port = self._server.servers[0].sockets[0].getsockname()[1]
+        self._server.__enter__()
         return self
 
     def __exit__(
@@ -82,6 +71,4 @@ class BackgroundGateway:
         self.stop()
 
     def stop(self) -> None:
-        self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout=10)
+        self._server.stop()

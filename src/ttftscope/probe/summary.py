@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ttftscope.errors import FailureKind
-from ttftscope.records import ProbeRecord, Variant
+from ttftscope.records import ProbeRecord, Variant, failure_tally
 from ttftscope.stats import median, percentile
 
 # (summary key stem, record attribute); each gets median_ and pNN_ keys
@@ -89,22 +88,6 @@ def groups(
     return rows
 
 
-def failures(records: Sequence[ProbeRecord]) -> dict[str, dict[str, Any]]:
-    """Failed requests by kind: how many, and the first message (already redacted).
-
-    >>> failures([ProbeRecord(run_id="r", index=0, variant="chat", phase="warm", ok=False,
-    ...                       error_kind="rate_limited", error="429")])
-    {'rate_limited': {'count': 1, 'example': '429', 'status': None}}
-    """
-    out: dict[str, dict[str, Any]] = {}
-    for r in records:
-        if not r.ok:
-            kind = str(r.error_kind or FailureKind.REQUEST_ERROR)
-            entry = out.setdefault(kind, {"count": 0, "example": r.error, "status": r.status})
-            entry["count"] += 1
-    return out
-
-
 def notes(records: Sequence[ProbeRecord]) -> list[str]:
     """Distinct notes across records, in first-seen order, each with how often it occurred."""
     counts: dict[str, int] = {}
@@ -146,7 +129,7 @@ def summarize(
     out["groups"] = groups(records, percentiles)
     out["ab"] = pairs_by_context(out["groups"], "text", "ids")
     out["gateway_ab"] = pairs_by_context(out["groups"], "direct", "gateway")
-    out["failures"] = failures(records)
+    out["failures"] = failure_tally(records)
     out["notes"] = notes(records)
     return {k: rounded(v, key=k) for k, v in out.items()}
 
