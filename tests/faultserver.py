@@ -30,7 +30,6 @@ import dataclasses
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from types import TracebackType
 from typing import Any
 
 from starlette.applications import Starlette
@@ -70,14 +69,13 @@ class DropConnection(Exception):
     """Raised inside a streaming body: uvicorn then closes the socket mid-response."""
 
 
-class FaultServer:
+class FaultServer(ThreadServer):
     """Context manager running the fault server; always stopped on exit."""
 
     def __init__(self, options: FaultOptions | None = None) -> None:
         self.options = options or FaultOptions()
         self.requests: list[CapturedRequest] = []
-        self._server: ThreadServer | None = None
-        self.port = 0
+        super().__init__(_app(self), name="fault server", http="h11")
 
     @property
     def last_request(self) -> CapturedRequest:
@@ -85,20 +83,6 @@ class FaultServer:
 
     def base_url(self, scenario: str = "normal", *, v1: bool = True) -> str:
         return f"http://127.0.0.1:{self.port}/{scenario}" + ("/v1" if v1 else "")
-
-    def __enter__(self) -> FaultServer:
-        self._server = ThreadServer(_app(self), name="fault server", http="h11")
-        self.port = self._server.__enter__().port
-        return self
-
-    def __exit__(
-        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.stop()
 
 
 def _sse(obj: object) -> bytes:

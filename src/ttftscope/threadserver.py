@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 import time
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 import uvicorn
 
@@ -22,7 +22,10 @@ from ttftscope.errors import TtftscopeError
 
 
 class ThreadServer:
-    """Serve ``app`` while the ``with`` block runs; ``port`` is where it listens."""
+    """Serve ``app`` while the ``with`` block runs; ``port`` is where it listens.
+
+    Test stand-ins and the background gateway subclass it: their state, this lifecycle.
+    """
 
     def __init__(
         self,
@@ -39,7 +42,7 @@ class ThreadServer:
     ) -> None:
         self.name, self.port, self.hint = name, port, hint
         self.start_timeout_s = start_timeout_s
-        config = uvicorn.Config(
+        self._config = uvicorn.Config(
             app,
             host="127.0.0.1",
             port=port,
@@ -49,10 +52,12 @@ class ThreadServer:
             timeout_graceful_shutdown=graceful_s,
             access_log=False,
         )
-        self._server = uvicorn.Server(config)
+        self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
 
-    def __enter__(self) -> ThreadServer:
+    def __enter__(self) -> Self:
+        # a new uvicorn server per start: a stopped one would exit at once if run again
+        self._server = uvicorn.Server(self._config)
         self._thread = threading.Thread(target=self._server.run, name=self.name, daemon=True)
         self._thread.start()
         deadline = time.monotonic() + self.start_timeout_s
@@ -71,9 +76,9 @@ class ThreadServer:
 
     def stop(self) -> None:
         """Stop serving (idempotent); the thread is gone when this returns."""
-        self._server.should_exit = True
-        if self._thread is None:
+        if self._server is None or self._thread is None:
             return
+        self._server.should_exit = True
         self._thread.join(timeout=5)
         if self._thread.is_alive():  # a stream that will not end: drop its connections
             self._server.force_exit = True

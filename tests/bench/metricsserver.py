@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from types import TracebackType
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -18,15 +17,14 @@ from starlette.routing import Route
 from ttftscope.threadserver import ThreadServer
 
 
-class MetricsServer:
+class MetricsServer(ThreadServer):
     """Context manager serving ``self.text`` at ``/metrics``; counts the scrapes."""
 
     def __init__(self, text: str) -> None:
         self.text = text
         self.scrapes = 0
         self.lock = threading.Lock()
-        self.port = 0
-        self._server: ThreadServer | None = None
+        super().__init__(self._app(), name="metrics stand-in")
 
     @property
     def url(self) -> str:
@@ -44,14 +42,3 @@ class MetricsServer:
                 return PlainTextResponse(self.text, media_type="text/plain; version=0.0.4")
 
         return Starlette(routes=[Route("/metrics", metrics, methods=["GET"])])
-
-    def __enter__(self) -> MetricsServer:
-        self._server = ThreadServer(self._app(), name="metrics stand-in")
-        self.port = self._server.__enter__().port
-        return self
-
-    def __exit__(
-        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        assert self._server is not None
-        self._server.stop()

@@ -13,7 +13,6 @@ import asyncio
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from types import TracebackType
 from typing import Any
 
 from starlette.applications import Starlette
@@ -63,7 +62,7 @@ class _Totals:
 
 
 @dataclass
-class FakeVllm:
+class FakeVllm(ThreadServer):
     """Context manager running the fake server; ``requests`` holds every JSON body."""
 
     prompt_tokens: int = 12
@@ -74,25 +73,11 @@ class FakeVllm:
     port: int = 0
 
     def __post_init__(self) -> None:
-        self._server: ThreadServer | None = None
+        ThreadServer.__init__(self, _app(self), name="fake vLLM", port=self.port)
 
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
-
-    def __enter__(self) -> FakeVllm:
-        self._server = ThreadServer(_app(self), name="fake vLLM")
-        self.port = self._server.__enter__().port
-        return self
-
-    def __exit__(
-        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.stop()
 
     def finish_one(self) -> None:
         self.totals.requests += 1

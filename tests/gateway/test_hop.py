@@ -323,3 +323,21 @@ async def test_https_upstreams_are_verified_and_spoken_to_over_tls(
     finally:
         server.close()
         await server.wait_closed()
+
+
+@pytest.mark.asyncio
+async def test_a_read_cancelled_halfway_closes_its_connection() -> None:
+    async def handle(
+        srv: Scripted, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        await srv.request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nten bytes.")
+        await reader.read()  # returns at EOF: the client closed
+
+    async with scripted(handle) as (srv, base):
+        pool = UpstreamPool(base)
+        answer = await pool.request("POST", pool.path("/x"), b"{}", HEADERS, QUICK)
+        task = asyncio.ensure_future(answer.read())
+        await asyncio.sleep(0.1)
+        task.cancel()
+        await asyncio.wait_for(srv.closed.wait(), 2)

@@ -76,7 +76,6 @@ async def forward(
         try:
             body = await resp.read()
         except HopError as exc:
-            resp.close()
             return openai_error(502, f"upstream {up.name!r} broke off its answer ({exc})")
         if resp.status == 200 and rewrite_body is not None:
             body = rewrite_body(body)

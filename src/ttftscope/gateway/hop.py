@@ -222,8 +222,12 @@ class Answer:
         self._pool, self._conn = pool, conn
 
     async def read(self) -> bytes:
-        """The whole body (then the connection goes back to the pool)."""
-        parts = [chunk async for chunk in self.chunks()]
+        """The whole body; the connection goes back to the pool, or is closed on failure."""
+        try:
+            parts = [chunk async for chunk in self.chunks()]
+        except BaseException:
+            self.close()
+            raise
         self.release()
         return b"".join(parts)
 

@@ -8,7 +8,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from types import TracebackType
 
 import uvicorn
 
@@ -30,14 +29,14 @@ def serve(settings: GatewaySettings) -> None:
     )
 
 
-class BackgroundGateway:
+class BackgroundGateway(ThreadServer):
     """A running gateway on 127.0.0.1 (a free port unless ``port``); stopped on exit."""
 
     def __init__(
         self, settings: GatewaySettings, env: Mapping[str, str] | None = None, port: int = 0
     ) -> None:
         self.app = create_app(settings, env=env)
-        self._server = ThreadServer(
+        super().__init__(
             self.app,
             name="gateway",
             port=port,
@@ -54,21 +53,5 @@ class BackgroundGateway:
         return gw
 
     @property
-    def port(self) -> int:
-        return self._server.port
-
-    @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
-
-    def __enter__(self) -> BackgroundGateway:
-        self._server.__enter__()
-        return self
-
-    def __exit__(
-        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
-
-    def stop(self) -> None:
-        self._server.stop()

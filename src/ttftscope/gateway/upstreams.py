@@ -146,7 +146,7 @@ class Upstream:
     async def get_json(self, path: str) -> Any:
         """GET ``base_url`` + ``path`` as JSON (ValueError unless the answer is a 200)."""
         resp = await self._request("GET", path, b"")
-        raw = await _read(resp)
+        raw = await resp.read()
         if resp.status != 200:
             raise ValueError(f"HTTP {resp.status}")
         return orjson.loads(raw)
@@ -160,7 +160,7 @@ class Upstream:
         server's root (``/tokenize``).
         """
         resp = await self._request("POST", path, orjson.dumps(body), root=root)
-        raw = await _read(resp)
+        raw = await resp.read()
         try:
             return resp.status, orjson.loads(raw)
         except orjson.JSONDecodeError:
@@ -213,11 +213,3 @@ def upstreams_from(settings: Mapping[str, UpstreamSettings]) -> list[Upstream]:
 def environment() -> Mapping[str, str]:
     """The process environment (where upstream keys live)."""
     return os.environ
-
-
-async def _read(resp: Answer) -> bytes:
-    try:
-        return await resp.read()
-    except BaseException:
-        resp.close()
-        raise
