@@ -31,7 +31,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -179,16 +179,11 @@ async def size_run(
             order = VARIANTS[r % 3 :] + VARIANTS[: r % 3]
             sent = {v: conv.request() for v in VARIANTS}
             for variant in order:
-                before = await upstream_ttft_s(client, urls["gateway"])
-                ms = await _one(
-                    client, variant, urls, model, sent[variant], renderer, tok, max_tokens
-                )
+                one = _one(client, variant, urls, model, sent[variant], renderer, tok, max_tokens)
+                ms, outside = await timed(client, urls["gateway"], one, variant == "gateway")
                 if r:
                     times[variant].append(ms)
-                if r and variant == "gateway":
-                    added.append(
-                        ms - 1000 * (await upstream_ttft_s(client, urls["gateway"]) - before)
-                    )
+                    added += [] if outside is None else [outside]
             conv.advance(sent["gateway"])
             print(
                 f"  {tokens:,} tokens, round {r}: "
@@ -217,6 +212,18 @@ async def size_run(
     }
 
 
+async def timed(
+    client: httpx.AsyncClient, gateway: str, request: Awaitable[float], via_gateway: bool
+) -> tuple[float, float | None]:
+    """A request's TTFT and, through the gateway, the part of it outside the gateway's wait
+    for its upstream's first token (from the gateway's ``/metrics`` before and after)."""
+    if not via_gateway:
+        return await request, None
+    before = await upstream_ttft_s(client, gateway)
+    ms = await request
+    return ms, ms - 1000 * (await upstream_ttft_s(client, gateway) - before)
+
+
 async def upstream_ttft_s(client: httpx.AsyncClient, gateway: str) -> float:
     """The gateway's running total of upstream time to first token, in seconds."""
     text = (await client.get(gateway.removesuffix("/v1") + "/metrics")).text
@@ -238,14 +245,11 @@ async def short_run(urls: dict[str, str], model: str, pairs: int) -> dict[str, A
     async with httpx.AsyncClient(timeout=60) as client:
         for i in range(pairs + 10):
             for name in ("direct", "gateway") if i % 2 else ("gateway", "direct"):
-                before = await upstream_ttft_s(client, urls["gateway"])
-                ms = await _ttft(client, urls[name], "/chat/completions", body)
-                if i < 10:  # warm-up pairs: connections, caches
-                    continue
-                times[name].append(ms)
-                if name == "gateway":
-                    after = await upstream_ttft_s(client, urls["gateway"])
-                    added.append(ms - 1000 * (after - before))
+                one = _ttft(client, urls[name], "/chat/completions", body)
+                ms, outside = await timed(client, urls["gateway"], one, name == "gateway")
+                if i >= 10:  # after the warm-up pairs: connections, caches
+                    times[name].append(ms)
+                    added += [] if outside is None else [outside]
     direct, via = times["direct"], times["gateway"]
     return {
         "short_direct_ms_p50": round(statistics.median(direct), 3),
