@@ -3,18 +3,24 @@
 A coding-agent conversation is grown around each context size; every request sends the
 history plus a fresh ~1.4K-character turn, as agents call, so the prefix cache is warm and
 only the tail is new (one turn and a reply join the history each round, so the context
-grows slowly: ``context_tokens_first_last``). The three variants alternate within each
-round (rotating who goes first) against the same server, in one run:
+grows slowly: ``context_tokens_first_last``). Three such agents take turns
+(``--conversations``), for more rounds without a conversation outgrowing its size. The
+variants alternate within each round (rotating who goes first) against the same server, in
+one run:
 
 - ``direct_text``: chat to vLLM's ``/v1/chat/completions`` (vLLM renders and tokenizes);
 - ``direct_ids``: the client renders and fully encodes, then sends ``prompt: [ids]`` to
   ``/v1/completions`` (client time not counted: the ceiling of what ids can give);
-- ``gateway``: chat to the gateway, which sends vLLM the chat with token ids.
+- ``gateway``: chat to the gateway, configured as this server allows (it runs no reasoning
+  parser): ``plain_chats = "completions"``, so these chats reach vLLM as ``prompt: [ids]``
+  on ``/v1/completions`` and the answers are translated back to chat;
+- ``gateway_chat_ids``: the gateway's default, the chat itself with its token ids.
 
-A short-prompt run first alternates direct and gateway chat to measure what the hop costs.
+A short-prompt run first alternates direct and gateway chats to measure what the hop costs.
 vLLM's own TTFT spreads by several ms from request to request, so beside the medians each
 line has ``gateway_added_ms_p50``: TTFT through the gateway minus the gateway's upstream
-TTFT for the same request (its ``/metrics``), the part of TTFT spent in the gateway.
+TTFT for the same request (its ``/metrics``), the part of TTFT spent in the gateway, and
+``gateway_over_ids_ci95``, a bootstrap interval showing how far that spread moves the ratio.
 Prints figures; one JSON line per size; the last line is the JSON of the largest size.
 
     python benchmarks/gateway_ab.py --sizes 32000,100000
@@ -24,8 +30,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
+import random
+import re
 import socket
 import statistics
 import subprocess
@@ -33,6 +42,9 @@ import sys
 import time
 from collections.abc import Awaitable, Iterator
 from contextlib import contextmanager
+from operator import sub, truediv
+from pathlib import Path
+from tempfile import TemporaryDirectory
 from typing import Any
 
 import httpx
@@ -45,7 +57,10 @@ from ttftscope.probe.workload import agent_turn, build_context
 from ttftscope.tokenization.chat import ChatRenderer
 from ttftscope.tokenization.loader import Tokenizer, load_tokenizer
 
-VARIANTS = ("direct_text", "direct_ids", "gateway")
+VARIANTS = ("direct_text", "direct_ids", "gateway", "gateway_chat_ids")
+# how each gateway sends plain chats: the local vLLM runs no reasoning parser, so /v1/completions
+# answers them exactly ("gateway"); "gateway_chat_ids" is the default, chat with token ids
+GATEWAYS: dict[str, str] = {"gateway": "completions", "gateway_chat_ids": "chat-ids"}
 REPLY = "Understood. Continuing."
 
 
@@ -56,21 +71,17 @@ def _free_port() -> int:
 
 
 @contextmanager
-def gateway_process(upstream: str) -> Iterator[str]:
+def gateway_process(upstream: str, plain_chats: str, folder: Path) -> Iterator[str]:
     """``ttftscope gateway`` in its own process (its own GIL, as users run it)."""
     port = _free_port()
-    cmd = [
-        sys.executable,
-        "-c",
-        "from ttftscope.cli import main; main()",
-        "gateway",
-        "--upstream",
-        upstream,
-        "--model-dir",
-        str(model_dir()),
-        "--port",
-        str(port),
-    ]
+    config = folder / f"gateway-{plain_chats}.toml"
+    config.write_text(
+        f"[gateway]\nport = {port}\n[gateway.upstreams.local]\n"
+        f"base_url = {json.dumps(upstream)}\nmodel_dir = {json.dumps(str(model_dir()))}\n"
+        f"plain_chats = {json.dumps(plain_chats)}\n"
+    )
+    cmd = [sys.executable, "-c", "from ttftscope.cli import main; main()"]
+    cmd += ["gateway", "--config", str(config)]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         url = f"http://127.0.0.1:{port}"
@@ -84,8 +95,8 @@ def gateway_process(upstream: str) -> Iterator[str]:
             except httpx.HTTPError:
                 time.sleep(0.2)
         metrics = httpx.get(url + "/metrics").text
-        api = "chat-ids" if 'api="chat-ids"' in metrics else "other"
-        print(f"gateway on {url} (ids via {api})", file=sys.stderr)
+        apis = re.findall(r'upstream_api{api="([^"]+)"', metrics)
+        print(f"gateway on {url} (ids via {' + '.join(apis)})", file=sys.stderr)
         yield url + "/v1"
     finally:
         proc.terminate()
@@ -97,7 +108,10 @@ class Conversation:
 
     In a round every variant sends the history plus a fresh turn of its own (so each finds
     the history cached and its turn new); the gateway's turn and a reply then join the
-    history, so the context grows by one turn a round, not one per request.
+    history, so the context grows by one turn a round, not one per request. The turns of a
+    round are one text behind different one-letter tags: new to the prefix cache from the
+    tag on, and the same size for every variant (turn texts differ by up to ~±10% in
+    tokens, which would otherwise favour whoever drew the shorter ones).
     """
 
     def __init__(self, tok: Tokenizer, tokens: int, seed: int) -> None:
@@ -107,11 +121,13 @@ class Conversation:
         ]
         self.turns = 0
 
-    def request(self) -> list[dict[str, Any]]:
-        """The history plus a turn no request has sent yet."""
+    def requests(self, n: int) -> list[list[dict[str, Any]]]:
+        """``n`` requests: the history plus this round's turn, tagged A, B, C … in turn."""
         self.turns += 1
-        turn = {"role": "user", "content": agent_turn(self.turns, seed=7)}
-        return [*(dict(m) for m in self.messages), turn]
+        turn = agent_turn(self.turns, seed=7)
+        tags = [chr(ord("A") + (i + self.turns) % n) for i in range(n)]
+        history = [dict(m) for m in self.messages]
+        return [[*history, {"role": "user", "content": f"[{t}] {turn}"}] for t in tags]
 
     def advance(self, kept: list[dict[str, Any]]) -> None:
         """``kept`` (one of this round's requests) and a reply become the history."""
@@ -159,65 +175,116 @@ async def _one(
             "ignore_eos": True,
         }
         return await _ttft(client, urls["direct"], "/completions", body)
-    base = urls["gateway"] if variant == "gateway" else urls["direct"]
+    base = urls[variant] if variant in GATEWAYS else urls["direct"]
     return await _ttft(client, base, "/chat/completions", chat)
 
 
 async def size_run(
-    urls: dict[str, str], model: str, tok: Tokenizer, tokens: int, rounds: int, max_tokens: int
-) -> dict[str, Any]:
+    urls: dict[str, str], model: str, tok: Tokenizer, tokens: int, rounds: int, max_tokens: int,
+    conversations: int = 3,
+) -> dict[str, Any]:  # fmt: skip
     renderer = ChatRenderer(tok)
     # every request appends a turn and a reply: start below the size by half of what the
     # run adds, so the measured requests sit around it
     per_round = len(tok.encode(agent_turn(0, seed=7) + REPLY)) + 10
-    conv = Conversation(tok, max(1000, tokens - per_round * (rounds + 1) // 2), seed=tokens)
-    first = len(tok.encode(renderer.render(conv.messages)))
+    start = max(1000, tokens - per_round * (rounds + 1) // 2)
+    # several agents at once, taking turns: more rounds measured without a conversation
+    # growing far past the size
+    convs = [Conversation(tok, start, seed=tokens + c) for c in range(conversations)]
+    first = min(len(tok.encode(renderer.render(c.messages))) for c in convs)
     times: dict[str, list[float]] = {v: [] for v in VARIANTS}
-    added: list[float] = []
+    added: dict[str, list[float]] = {g: [] for g in GATEWAYS}
     async with httpx.AsyncClient(timeout=900) as client:
         for r in range(rounds + 1):  # round 0 fills the prefix cache and the gateway session
-            order = VARIANTS[r % 3 :] + VARIANTS[: r % 3]
-            sent = {v: conv.request() for v in VARIANTS}
-            for variant in order:
-                one = _one(client, variant, urls, model, sent[variant], renderer, tok, max_tokens)
-                ms, outside = await timed(client, urls["gateway"], one, variant == "gateway")
-                if r:
-                    times[variant].append(ms)
-                    added += [] if outside is None else [outside]
-            conv.advance(sent["gateway"])
-            print(
-                f"  {tokens:,} tokens, round {r}: "
-                + ", ".join(f"{v} {times[v][-1]:.0f} ms" for v in VARIANTS if r),
-                file=sys.stderr,
-            )
-    med = {v: statistics.median(times[v]) for v in VARIANTS}
-    pairs = list(zip(times["direct_text"], times["direct_ids"], times["gateway"], strict=True))
-    last = len(tok.encode(renderer.render(conv.messages)))
+            for c, conv in enumerate(convs):
+                ms, outside = await one_round(
+                    client, conv, r + c, urls, model, renderer, tok, max_tokens
+                )
+                if r:  # round 0 only warms
+                    for v in VARIANTS:
+                        times[v].append(ms[v])
+                    for g in GATEWAYS:
+                        added[g].append(outside[g])
+                print(
+                    f"  {tokens:,} tokens, round {r}, conversation {c}: "
+                    + ", ".join(f"{v} {ms[v]:.0f} ms" for v in VARIANTS),
+                    file=sys.stderr,
+                )
+    last = max(len(tok.encode(renderer.render(c.messages))) for c in convs)
     return {
         "context_tokens": (first + last) // 2,
         "context_tokens_first_last": [first, last],
-        "direct_text_median_ttft_ms": round(med["direct_text"], 1),
-        "direct_ids_median_ttft_ms": round(med["direct_ids"], 1),
-        "gateway_median_ttft_ms": round(med["gateway"], 1),
-        "text_over_gateway": round(med["direct_text"] / med["gateway"], 3),
-        "gateway_over_ids": round(med["gateway"] / med["direct_ids"], 3),
-        # the same ratios per round (its requests ran seconds apart), then their median:
-        # steadier than the ratio of medians when other work on the machine comes and goes
-        "text_over_gateway_paired": round(statistics.median(t / g for t, _, g in pairs), 3),
-        "gateway_over_ids_paired": round(statistics.median(g / i for _, i, g in pairs), 3),
-        # TTFT through the gateway minus the gateway's own upstream TTFT for that request
-        # (its /metrics): what the gateway adds, without vLLM's spread in the way
-        "gateway_added_ms_p50": round(statistics.median(added), 2),
-        "requests": sum(len(t) for t in times.values()),
+        **summary(times, added),
+        "conversations": conversations,
     }
 
 
+def summary(times: dict[str, list[float]], added: dict[str, list[float]]) -> dict[str, Any]:
+    """The JSON fields of one size: medians, ratios, their spread, the gateways' own part."""
+    med = {v: statistics.median(times[v]) for v in VARIANTS}
+    text, ids = times["direct_text"], times["direct_ids"]
+    out: dict[str, Any] = {f"{v}_median_ttft_ms": round(med[v], 1) for v in VARIANTS}
+    for g in GATEWAYS:
+        via = times[g]
+        out |= {
+            f"text_over_{g}": round(med["direct_text"] / med[g], 3),
+            f"{g}_over_ids": round(med[g] / med["direct_ids"], 3),
+            # the same ratios per round (its requests ran seconds apart), then their median:
+            # steadier than the ratio of medians when other work on the machine comes and goes
+            f"text_over_{g}_paired": round(statistics.median(map(truediv, text, via)), 3),
+            f"{g}_over_ids_paired": round(statistics.median(map(truediv, via, ids)), 3),
+            # how far vLLM's own spread moves that ratio: 95% of resampled runs fall inside
+            f"{g}_over_ids_ci95": ratio_ci(via, ids),
+            # TTFT through the gateway minus the gateway's own upstream TTFT for that request
+            # (its /metrics): what the gateway adds, without vLLM's spread in the way
+            f"{g}_added_ms_p50": round(statistics.median(added[g]), 2),
+        }
+    return out | {"requests": sum(len(t) for t in times.values())}
+
+
+async def one_round(
+    client: httpx.AsyncClient, conv: Conversation, turn: int, urls: dict[str, str], model: str,
+    renderer: ChatRenderer, tok: Tokenizer, max_tokens: int,
+) -> tuple[dict[str, float], dict[str, float]]:  # fmt: skip
+    """One request per variant (who goes first rotates with ``turn``), then the history
+    grows by the gateway's turn; each variant's TTFT and what each gateway added to it."""
+    n = len(VARIANTS)
+    order = VARIANTS[turn % n :] + VARIANTS[: turn % n]
+    sent = dict(zip(VARIANTS, conv.requests(n), strict=True))
+    ms: dict[str, float] = {}
+    added: dict[str, float] = {}
+    for v in order:
+        one = _one(client, v, urls, model, sent[v], renderer, tok, max_tokens)
+        ms[v], outside = await timed(client, urls.get(v) if v in GATEWAYS else None, one)
+        if outside is not None:
+            added[v] = outside
+    conv.advance(sent["gateway"])
+    return ms, added
+
+
+def ratio_ci(num: list[float], den: list[float], draws: int = 2000) -> list[float]:
+    """A bootstrap 95% interval of median(num) / median(den), resampling whole rounds.
+
+    >>> ratio_ci([2.0, 2.0, 2.0], [1.0, 1.0, 1.0])
+    [2.0, 2.0]
+    """
+    rng = random.Random(0)
+    n = len(num)
+    ratios = []
+    for _ in range(draws):
+        idx = [rng.randrange(n) for _ in range(n)]
+        top, bottom = statistics.median(num[i] for i in idx), statistics.median(den[i] for i in idx)
+        ratios.append(top / bottom)
+    ratios.sort()
+    return [round(ratios[int(0.025 * draws)], 3), round(ratios[int(0.975 * draws) - 1], 3)]
+
+
 async def timed(
-    client: httpx.AsyncClient, gateway: str, request: Awaitable[float], via_gateway: bool
+    client: httpx.AsyncClient, gateway: str | None, request: Awaitable[float]
 ) -> tuple[float, float | None]:
-    """A request's TTFT and, through the gateway, the part of it outside the gateway's wait
+    """A request's TTFT and, through a gateway, the part of it outside the gateway's wait
     for its upstream's first token (from the gateway's ``/metrics`` before and after)."""
-    if not via_gateway:
+    if gateway is None:
         return await request, None
     before = await upstream_ttft_s(client, gateway)
     ms = await request
@@ -232,7 +299,7 @@ async def upstream_ttft_s(client: httpx.AsyncClient, gateway: str) -> float:
 
 
 async def short_run(urls: dict[str, str], model: str, pairs: int) -> dict[str, Any]:
-    """Alternating short chats, direct and through the gateway: what the hop adds."""
+    """Short chats, direct and through each gateway in turn: what the hop adds."""
     # a few tokens, so one of them decodes to visible text (random weights may emit blanks)
     body = {
         "model": model,
@@ -240,33 +307,36 @@ async def short_run(urls: dict[str, str], model: str, pairs: int) -> dict[str, A
         "max_tokens": 4,
         "ignore_eos": True,
     }
-    times: dict[str, list[float]] = {"direct": [], "gateway": []}
-    added: list[float] = []
+    names = ("direct", *GATEWAYS)
+    times: dict[str, list[float]] = {n: [] for n in names}
+    added: dict[str, list[float]] = {g: [] for g in GATEWAYS}
     async with httpx.AsyncClient(timeout=60) as client:
         for i in range(pairs + 10):
-            for name in ("direct", "gateway") if i % 2 else ("gateway", "direct"):
+            for name in names[i % 3 :] + names[: i % 3]:
                 one = _ttft(client, urls[name], "/chat/completions", body)
-                ms, outside = await timed(client, urls["gateway"], one, name == "gateway")
-                if i >= 10:  # after the warm-up pairs: connections, caches
+                ms, outside = await timed(client, urls[name] if name in GATEWAYS else None, one)
+                if i >= 10:  # after the warm-up rounds: connections, caches
                     times[name].append(ms)
-                    added += [] if outside is None else [outside]
-    direct, via = times["direct"], times["gateway"]
-    return {
-        "short_direct_ms_p50": round(statistics.median(direct), 3),
-        "short_gateway_ms_p50": round(statistics.median(via), 3),
-        "short_overhead_ms_p50": round(statistics.median(via) - statistics.median(direct), 3),
-        "short_overhead_ms_paired_p50": round(
-            statistics.median(v - d for v, d in zip(via, direct, strict=True)), 3
-        ),
-        "short_gateway_added_ms_p50": round(statistics.median(added), 3),
-        "short_pairs": pairs,
-    }
+                    if outside is not None:
+                        added[name].append(outside)
+    direct = times["direct"]
+    out: dict[str, Any] = {"short_direct_ms_p50": round(statistics.median(direct), 3)}
+    for g in GATEWAYS:
+        via, tag = times[g], g.replace("gateway", "short_gateway", 1)
+        out |= {
+            f"{tag}_ms_p50": round(statistics.median(via), 3),
+            f"{tag}_overhead_ms_p50": round(statistics.median(via) - statistics.median(direct), 3),
+            f"{tag}_overhead_ms_paired_p50": round(statistics.median(map(sub, via, direct)), 3),
+            f"{tag}_added_ms_p50": round(statistics.median(added[g]), 3),
+        }
+    return out | {"short_pairs": pairs}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", default="32000,100000", help="context sizes in tokens")
-    ap.add_argument("--rounds", type=int, default=20, help="measured rounds per size")
+    ap.add_argument("--rounds", type=int, default=20, help="measured rounds per conversation")
+    ap.add_argument("--conversations", type=int, default=3, help="agents taking turns")
     ap.add_argument("--short-pairs", type=int, default=300)
     ap.add_argument("--max-tokens", type=int, default=4)
     ap.add_argument("--base-url", help="an already running vLLM (default: the local one)")
@@ -274,13 +344,23 @@ def main() -> None:
     tok = load_tokenizer(model_dir())
     with running_server(wait_s=900) as server:
         base = args.base_url or server.base_url
-        with gateway_process(base) as gw:
-            urls = {"direct": base, "gateway": gw}
+        with TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
+            urls = {"direct": base}
+            for name, plain in GATEWAYS.items():
+                urls[name] = stack.enter_context(gateway_process(base, plain, Path(tmp)))
             short = asyncio.run(short_run(urls, server.model, args.short_pairs))
             print(json.dumps(short))
             for size in (int(s) for s in args.sizes.split(",")):
                 result = asyncio.run(
-                    size_run(urls, server.model, tok, size, args.rounds, args.max_tokens)
+                    size_run(
+                        urls,
+                        server.model,
+                        tok,
+                        size,
+                        args.rounds,
+                        args.max_tokens,
+                        conversations=args.conversations,
+                    )
                 )
                 print(json.dumps({**result, **short}), flush=True)
 

@@ -113,6 +113,52 @@ def test_multi_turn_matches_vllm_chat_and_its_own_tokenizer(
     assert _metric(gateway, "ttftscope_gateway_tokens_reused_total") > 0
 
 
+def _vllm_requests(vllm: LocalServer, handler: str) -> float:
+    """vLLM's own count of answered requests to ``handler`` (its HTTP instrumentator)."""
+    text = httpx.get(vllm.base_url.removesuffix("/v1") + "/metrics").text
+    pattern = rf'^http_requests_total{{[^}}]*handler="{re.escape(handler)}"[^}}]*}} (\S+)$'
+    return sum(float(m.group(1)) for m in re.finditer(pattern, text, re.M))
+
+
+def _until(check: Any, timeout_s: float = 5.0) -> bool:
+    # vLLM counts a request just after its last byte: the client may be faster
+    deadline = time.monotonic() + timeout_s
+    while not check() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return bool(check())
+
+
+def test_plain_chats_via_completions_answer_as_vllm_chat(vllm: LocalServer) -> None:
+    """plain_chats = "completions": the chat goes to /v1/completions with its ids, and the
+    answer (text, finish, usage; streamed and not) is what vLLM's chat gives."""
+    up = UpstreamSettings(base_url=vllm.base_url, model_dir=model_dir(), plain_chats="completions")
+    direct = openai.OpenAI(base_url=vllm.base_url, api_key="unused")
+    messages: list[Any] = [{"role": "system", "content": "You review diffs. " * 40}]
+    with GatewayServer(GatewaySettings(upstreams={"local": up}, cache_mb=64)) as gw:
+        assert gw.gateway.upstreams[0].plain_via_completions
+        via = openai.OpenAI(base_url=gw.base_url, api_key="unused")
+        for turn in range(3):
+            messages.append({"role": "user", "content": agent_turn(turn, seed=5, chars=500)})
+            kw: Any = {"model": vllm.model, "messages": messages, "max_tokens": 8, "temperature": 0}
+            a = direct.chat.completions.create(**kw)
+            sent = _vllm_requests(vllm, "/v1/completions")
+            b = via.chat.completions.create(**kw)
+            chunks = list(
+                via.chat.completions.create(
+                    **kw, stream=True, stream_options={"include_usage": True}
+                )
+            )
+            assert _until(lambda n=sent: _vllm_requests(vllm, "/v1/completions") - n == 2)
+            assert a.usage is not None and b.usage is not None and chunks[-1].usage is not None
+            assert b.choices[0].message.content == a.choices[0].message.content
+            assert b.choices[0].finish_reason == a.choices[0].finish_reason
+            assert b.usage.prompt_tokens == a.usage.prompt_tokens == chunks[-1].usage.prompt_tokens
+            assert b.usage.completion_tokens == a.usage.completion_tokens
+            text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+            assert text == a.choices[0].message.content
+            messages.append({"role": "assistant", "content": a.choices[0].message.content or ""})
+
+
 def test_two_upstreams_route_by_model(vllm: LocalServer) -> None:
     with FaultServer() as other:
         settings = GatewaySettings(

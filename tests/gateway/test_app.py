@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 import pytest
 
-from tests.faultserver import FaultServer
+from tests.faultserver import FaultOptions, FaultServer
 from tests.gateway.gatewayserver import GatewayServer
 from ttftscope.config.schema import GatewaySettings, UpstreamSettings
 from ttftscope.tokenization.chat import ChatRenderer
@@ -36,6 +36,14 @@ def _settings(srv: FaultServer, qwen2_dir: Path | None = None, **kw: Any) -> Gat
             base_url=srv.base_url("normal"), model_dir=qwen2_dir, models=("tiny-llama",)
         )
     return GatewaySettings(upstreams=ups, **kw)
+
+
+def _one_ids_upstream(srv: FaultServer, qwen2_dir: Path, **kw: Any) -> GatewaySettings:
+    """One ids upstream named "ids" serving tiny-llama, with ``kw`` on its settings."""
+    up = UpstreamSettings(
+        base_url=srv.base_url("normal"), model_dir=qwen2_dir, models=("tiny-llama",), **kw
+    )
+    return GatewaySettings(upstreams={"ids": up})
 
 
 def _post(gw: GatewayServer, path: str, body: Any, **kw: Any) -> httpx.Response:
@@ -136,15 +144,7 @@ def test_inbound_keys_are_required_when_configured(upstream: FaultServer) -> Non
 def test_completions_api_translates_the_answer_to_chat(
     upstream: FaultServer, qwen2_dir: Path, qwen2: Tokenizer
 ) -> None:
-    ups = {
-        "ids": UpstreamSettings(
-            base_url=upstream.base_url("normal"),
-            model_dir=qwen2_dir,
-            models=("tiny-llama",),
-            api="completions",
-        )
-    }
-    with GatewayServer(GatewaySettings(upstreams=ups)) as gw:
+    with GatewayServer(_one_ids_upstream(upstream, qwen2_dir, api="completions")) as gw:
         assert gw.gateway.upstreams[0].api == "completions"
         body = {"model": "tiny-llama", "messages": CHAT, "max_tokens": 3}
         full = _post(gw, "/chat/completions", body)
@@ -157,6 +157,48 @@ def test_completions_api_translates_the_answer_to_chat(
         streamed = _post(gw, "/chat/completions", {**body, "stream": True})
         assert '"object":"chat.completion.chunk"' in streamed.text.replace(" ", "")
         assert streamed.text.rstrip().endswith("data: [DONE]")
+
+
+def test_plain_chats_can_take_completions_while_tool_chats_keep_chat_ids(
+    upstream: FaultServer, qwen2_dir: Path, qwen2: Tokenizer
+) -> None:
+    want = qwen2.encode(ChatRenderer(qwen2).render(CHAT))
+    tool = {"type": "function", "function": {"name": "ls", "parameters": {"type": "object"}}}
+    with GatewayServer(_one_ids_upstream(upstream, qwen2_dir, plain_chats="completions")) as gw:
+        up = gw.gateway.upstreams[0]
+        assert up.api == "chat-ids" and up.plain_via_completions
+        # max_tokens given: the listing here has no max_model_len to derive chat's default
+        body: dict[str, Any] = {"model": "tiny-llama", "messages": CHAT, "max_tokens": 3}
+        plain = _post(gw, "/chat/completions", body)
+        assert plain.status_code == 200 and plain.json()["object"] == "chat.completion"
+        sent = upstream.last_request
+        assert sent.path.endswith("/v1/completions") and sent.json()["prompt"] == want
+        # tools: no completions equivalent, so the chat itself goes, with its ids
+        body["tools"] = [tool]
+        assert _post(gw, "/chat/completions", body).status_code == 200
+        sent = upstream.last_request
+        assert sent.path.endswith("/v1/chat/completions")
+        assert "prompt_token_ids" in sent.json()["kv_transfer_params"]
+        metrics = httpx.get(f"http://127.0.0.1:{gw.port}/metrics").text
+    for api in ("chat-ids", "completions"):
+        assert f'ttftscope_gateway_upstream_api{{api="{api}",upstream="ids"}} 1.0' in metrics
+    assert "ttftscope_gateway_passthrough_total{" not in metrics
+
+
+@pytest.mark.parametrize(("api", "first_token_s"), [("chat-ids", 0.4), ("completions", 0.0)])
+def test_upstream_first_token_is_the_first_token_event_of_either_api(
+    qwen2_dir: Path, api: Literal["chat-ids", "completions"], first_token_s: float
+) -> None:
+    """Chat streams open with a role chunk, completions streams with a token: the metric
+    takes the event with the first token in both (the rest of each stream is 0.4 s apart)."""
+    slow = FaultOptions(first_content_delay_s=0.4, chunk_delay_s=0.4)
+    with FaultServer(slow) as srv, GatewayServer(_one_ids_upstream(srv, qwen2_dir, api=api)) as gw:
+        body = {"model": "tiny-llama", "messages": CHAT, "max_tokens": 3, "stream": True}
+        assert _post(gw, "/chat/completions", body).status_code == 200
+        metrics = httpx.get(f"http://127.0.0.1:{gw.port}/metrics").text
+    name = "ttftscope_gateway_upstream_first_token_seconds_sum"
+    seconds = sum(float(line.split()[-1]) for line in metrics.splitlines() if line.startswith(name))
+    assert first_token_s <= seconds < first_token_s + 0.3
 
 
 def test_the_chat_routes_answer_other_methods_with_405(upstream: FaultServer) -> None:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
-from ttftscope.gateway.sessions import SessionCache
+import orjson
+
+from ttftscope.gateway.sessions import Encoded, SessionCache
 from ttftscope.probe.workload import agent_turn, build_context
 from ttftscope.tokenization.loader import Tokenizer
 
@@ -22,11 +24,16 @@ def _conversation(tok: Tokenizer, seed: int, turns: int) -> list[str]:
     return prompts
 
 
+def _exact(got: Encoded, tok: Tokenizer, prompt: str) -> bool:
+    """The ids of a full encode, and the JSON sent upstream is exactly those ids."""
+    return got.ids == tok.encode(prompt) and got.ids_json == orjson.dumps(got.ids)
+
+
 def test_appends_reuse_the_session_and_ids_stay_exact(qwen2: Tokenizer) -> None:
     cache = SessionCache(qwen2, max_bytes=64 << 20)
     for i, prompt in enumerate(_conversation(qwen2, 1, 4)):
         got = asyncio.run(cache.encode(prompt))
-        assert got.ids == qwen2.encode(prompt)
+        assert _exact(got, qwen2, prompt)
         if i:
             assert got.reused_tokens > 0.8 * len(got.ids) and got.encoded_chars < 3000
     assert cache.entries == 1 and cache.stats.forks == 0
@@ -38,7 +45,7 @@ def test_conversations_sharing_a_system_prompt_keep_their_own_state(qwen2: Token
     for pa, pb in zip(a, b, strict=True):  # interleaved, as two agents on one gateway
         for prompt in (pa, pb):
             got = asyncio.run(cache.encode(prompt))
-            assert got.ids == qwen2.encode(prompt)
+            assert _exact(got, qwen2, prompt)
     # after the first turn each conversation extends its own entry: appends, not re-encodes
     again = asyncio.run(cache.encode(a[-1] + "Sure.<|im_end|>\n"))
     assert again.path.startswith("append") and again.encoded_chars < 200
@@ -57,11 +64,45 @@ def test_concurrent_requests_of_one_conversation_fork_and_stay_exact(qwen2: Toke
     assert asyncio.run(both()) == [qwen2.encode(second), qwen2.encode(second + "x")]
 
 
+def test_among_many_retries_of_one_history_the_matching_one_is_extended(
+    qwen2: Tokenizer,
+) -> None:
+    """Retries (one history, a different last turn each) leave many entries sharing almost
+    everything; a request continuing one of them still finds that one."""
+    cache = SessionCache(qwen2, max_bytes=64 << 20)
+    history = _conversation(qwen2, 6, 1)[0]
+    retries = [f"{history}Attempt {i}: ran the tests.<|im_end|>\n" for i in range(30)]
+    for prompt in retries:
+        assert _exact(asyncio.run(cache.encode(prompt)), qwen2, prompt)
+    assert cache.entries == 30
+    for i in (7, 29, 0):
+        follow = retries[i] + "<|im_start|>user\nAnd now?<|im_end|>\n"
+        got = asyncio.run(cache.encode(follow))
+        assert _exact(got, qwen2, follow)
+        assert got.path.startswith("append") and got.encoded_chars < 100
+
+
+def test_an_entry_encoding_on_a_worker_thread_is_not_copied(qwen2: Tokenizer) -> None:
+    """A long encode runs off the event loop; meanwhile its entry's state is changing, so a
+    second request of that conversation starts its own encoder instead of copying it."""
+    cache = SessionCache(qwen2, max_bytes=64 << 20)
+    long = SYSTEM + build_context(30_000, lambda s: len(qwen2.encode(s)), seed=5)
+    prompts = [long + "<|im_start|>assistant\n", long + "<|im_start|>user\nhi"]
+    assert len(long) > 64_000  # more than the cache encodes on the event loop
+
+    async def both() -> list[Encoded]:
+        return list(await asyncio.gather(*(cache.encode(p) for p in prompts)))
+
+    for got, prompt in zip(asyncio.run(both()), prompts, strict=True):
+        assert _exact(got, qwen2, prompt)
+    assert cache.stats.forks == 0 and cache.entries == 2
+
+
 def test_the_cache_stays_within_its_byte_bound(qwen2: Tokenizer) -> None:
     cache = SessionCache(qwen2, max_bytes=200_000)
     for seed in range(8):
         for prompt in _conversation(qwen2, 10 + seed, 1):
-            assert asyncio.run(cache.encode(prompt)).ids == qwen2.encode(prompt)
+            assert _exact(asyncio.run(cache.encode(prompt)), qwen2, prompt)
     assert cache.stats.nbytes <= 200_000
     assert cache.stats.evictions > 0 and cache.entries < 8
 

@@ -115,6 +115,25 @@ def test_render_helpers_match_transformers() -> None:
         compile_template("{% set ns = namespace() %}{% set ns._x = 1 %}").render()
 
 
+def test_attribute_access_on_messages_is_transformers_own() -> None:
+    """``m.x`` on a message dict: present, missing, a dict method, a shadowing key, unsafe."""
+    tmpl = (
+        "{% for m in messages %}{{ m.role }}:{{ m.content }}|{{ m.name is defined }}"
+        "|{{ m.tool_calls | default('none') }}|{{ m.items() | list | length }}"
+        "|{{ m.get('role') }}|{{ m.keys is defined }}{% endfor %}"
+    )
+    msgs: list[dict[str, Any]] = [
+        {"role": "user", "content": "a"},
+        {"role": "assistant", "content": "b", "keys": 1},
+    ]
+    ours = compile_template(tmpl).render(messages=msgs)
+    assert ours == _transformers_render(tmpl, msgs)
+    assert ours.startswith("user:a|False|none|2|user|True")
+    unsafe = compile_template("{{ m.__class__.__subclasses__() }}")
+    with pytest.raises(jinja2.exceptions.SecurityError):  # the sandbox still guards dunders
+        unsafe.render(m={"role": "user"})
+
+
 def test_errors_name_the_problem(load_family: Callable[[str], Tokenizer]) -> None:
     tok = load_family("llama2")
     if not tok.chat_template:

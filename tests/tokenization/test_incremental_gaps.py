@@ -141,3 +141,17 @@ def test_tokens_added_while_an_encoder_is_in_use_are_seen_at_the_next_call(
     for extra in ("zqxjv and <LATE>", "zqxjv and <LATE> again"):
         text += extra
         assert enc.encode(text) == hf.encode(text, add_special_tokens=False).ids
+
+
+def test_an_encode_that_bypasses_the_cache_reports_nothing_reused(
+    load_family: Callable[[str], Tokenizer],
+) -> None:
+    """Callers rely on ``last_reused_tokens`` (the gateway keeps those ids serialized)."""
+    hf = tokenizers.Tokenizer.from_str(load_family("cl100k").hf.to_str())
+    enc = IncrementalEncoder(hf)
+    enc.encode("some text " * 20)
+    enc.encode("some text " * 20 + "and more")
+    assert enc.stats.last_reused_tokens > 0
+    hf.enable_truncation(max_length=16)  # truncation: every call is a plain full encode
+    assert enc.encode("other text " * 20) == hf.encode("other text " * 20).ids
+    assert enc.stats.path == "full" and enc.stats.last_reused_tokens == 0

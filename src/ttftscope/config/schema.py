@@ -171,6 +171,9 @@ class UpstreamSettings(_Section):
     mode: Literal["ids", "text"] = "ids"
     # how ids reach the server: chat with kv_transfer_params, or /v1/completions; auto probes
     api: Literal["auto", "chat-ids", "completions"] = "auto"
+    # chat-ids upstreams: chats /v1/completions answers exactly go there (a little faster);
+    # only for servers without --reasoning-parser and with the default --response-role
+    plain_chats: Literal["chat-ids", "completions"] = "chat-ids"
     # name of the environment variable holding this upstream's key (never the key itself)
     api_key_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
     # served model names; empty: read from the upstream's /v1/models

@@ -83,6 +83,8 @@ class Gateway:
         for up in self.upstreams:
             await up.start(cache_bytes=share, shadow_every=self.settings.shadow_every, env=self.env)
             self.metrics.upstream_api.labels(up.name, up.api or "text").set(1)
+            if up.plain_via_completions:  # plain chats go the other way
+                self.metrics.upstream_api.labels(up.name, "completions").set(1)
 
     async def close(self) -> None:
         for up in self.upstreams:
@@ -226,30 +228,30 @@ async def _chat(
     gw.account(up, enc)
     if not await gw.verifier.agrees(up, body, enc.ids):
         return await as_text("verify_mismatch")
-    if up.api == "chat-ids":
-        data = chat_ids_body(body, enc.ids)
-        return "ids", await forward(
-            up, "/chat/completions", data, stream=stream, metrics=gw.metrics
-        )
-    return await _via_completions(gw, up, raw, body, enc.ids, stream)
+    if up.api == "completions" or up.plain_via_completions:
+        try:
+            return "ids", await _via_completions(gw, up, body, enc, stream)
+        except CannotTranslate as exc:  # raised before anything is sent
+            if up.api == "completions":
+                return await as_text(exc.reason)
+    data = chat_ids_body(body, enc.ids_json)
+    return "ids", await forward(up, "/chat/completions", data, stream=stream, metrics=gw.metrics)
 
 
 async def _via_completions(
-    gw: Gateway, up: Upstream, raw: bytes, body: dict[str, Any], ids: list[int], stream: bool
-) -> tuple[str, Response]:
-    try:
-        out = completions_body(body, ids, max_model_len=up.max_model_len.get(body["model"]))
-    except CannotTranslate as exc:
-        mode = gw.passthrough(up, exc.reason)
-        return mode, await forward(up, "/chat/completions", raw, stream=stream, metrics=gw.metrics)
+    gw: Gateway, up: Upstream, body: dict[str, Any], enc: Encoded, stream: bool
+) -> Response:
+    """The chat answered by ``/v1/completions`` with the ids; :class:`CannotTranslate` first
+    when that answer would not be exactly the chat's."""
+    out = completions_body(body, enc.ids, max_model_len=up.chat_default_limit(body["model"]))
     del out["prompt"]  # the ids go in as one array, not through a dict re-dump
-    data = splice_ids(out, "prompt", ids)
+    data = splice_ids(out, "prompt", enc.ids_json)
     model = body["model"]
     if stream:
         options = body.get("stream_options")
         usage = isinstance(options, dict) and options.get("include_usage") is True
         tr = ChatStreamTranslator(model=model, include_usage=usage)
-        return "ids", await forward(
+        return await forward(
             up,
             "/completions",
             data,
@@ -261,7 +263,7 @@ async def _via_completions(
     def to_chat(answer: bytes) -> bytes:
         return orjson.dumps(chat_response(orjson.loads(answer), model=model))
 
-    return "ids", await forward(
+    return await forward(
         up, "/completions", data, stream=False, metrics=gw.metrics, rewrite_body=to_chat
     )
 
@@ -282,7 +284,7 @@ async def completions(gw: Gateway, scope: Scope, receive: Receive) -> Response:
             enc = await up.cache.encode(prompt, header(scope["headers"], SESSION_HEADER))
             gw.account(up, enc)
             rest = {k: v for k, v in body.items() if k != "prompt"}
-            data, mode = splice_ids(rest, "prompt", enc.ids), "ids"
+            data, mode = splice_ids(rest, "prompt", enc.ids_json), "ids"
         elif up.api is not None:
             mode = gw.passthrough(up, "prompt_not_text")
         response = await forward(up, "/completions", data, stream=stream, metrics=gw.metrics)

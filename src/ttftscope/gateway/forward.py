@@ -80,8 +80,10 @@ async def forward(
         if resp.status == 200 and rewrite_body is not None:
             body = rewrite_body(body)
         return Response(body, status_code=resp.status, headers=headers)
+    # a chat stream opens with a role chunk; a completions stream's first event is a token
+    token_event = 2 if path.endswith("/chat/completions") else 1
     return StreamingResponse(
-        _relay(up, resp, t0, metrics, rewrite_stream),
+        _relay(up, resp, t0, metrics, rewrite_stream, token_event),
         status_code=200,
         headers=headers,
         media_type="text/event-stream",
@@ -94,15 +96,15 @@ async def _relay(
     t0: float,
     metrics: GatewayMetrics,
     rewrite: tuple[Rewrite, Callable[[], bytes]] | None,
+    token_event: int,
 ) -> AsyncIterator[bytes]:
     events = 0
     finished = False
     try:
         async for chunk in resp.chunks():
-            # the second event is the first one after vLLM's role chunk: the first token
-            if events < 2:
+            if events < token_event:  # the event that carries the first token
                 events += chunk.count(b"\n\n")
-                if events >= 2:
+                if events >= token_event:
                     metrics.upstream_ttft.labels(up.name).observe(time.perf_counter() - t0)
             yield rewrite[0](chunk) if rewrite is not None else chunk
         if rewrite is not None:

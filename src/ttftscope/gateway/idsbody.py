@@ -15,46 +15,90 @@ tool call: vLLM then parses ~0.3 MB less per 100K-token request and answers the 
 Callers send ids only for requests :func:`~ttftscope.gateway.vllm_chat.prepare_chat`
 accepted (text parts only, no ``echo``), the cases where vLLM ignores the text.
 
->>> splice_ids({"model": "m"}, "prompt", [1, 2])
+A session's id array is also kept serialized (:class:`IdsJson`): a turn that keeps the first
+k ids re-serializes only the blocks after them, not the whole ~0.3 MB list (~0.8 ms at 50K
+ids here, twice that at 100K).
+
+>>> splice_ids({"model": "m"}, "prompt", b"[1,2]")
 b'{"model":"m","prompt":[1,2]}'
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Final
 
 import orjson
 
+# Ids per serialized block: a turn re-serializes at most one block before its first new id.
+_BLOCK: Final = 1024
 
-def splice_ids(body: Mapping[str, Any], key: str, ids: Sequence[int]) -> bytes:
-    """``body`` with ``key: ids`` added, as JSON bytes (``key`` must not be in ``body``).
 
-    >>> splice_ids({"model": "m", "p": 1}, "prompt", [3])
+@dataclass
+class IdsJson:
+    """One session's ids as a JSON array, serialized block by block and kept between turns.
+
+    ``update(ids, kept)`` needs ``ids[:kept]`` equal to the ids of the previous call (the
+    incremental encoder's reused tokens); only the blocks from the first changed one on are
+    serialized again.
+
+    >>> j = IdsJson()
+    >>> j.update([1, 2, 3], kept=0)
+    b'[1,2,3]'
+    >>> j.update([1, 2, 4, 5], kept=2)
+    b'[1,2,4,5]'
+    """
+
+    blocks: list[bytes] = field(default_factory=list)  # _BLOCK ids each (the last: up to)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the serialized blocks."""
+        return sum(len(b) for b in self.blocks)
+
+    def update(self, ids: Sequence[int], kept: int) -> bytes:
+        """The JSON array of ``ids``, reusing the blocks that lie within ``ids[:kept]``."""
+        # every block before ``keep`` is full and inside the kept ids, so it is unchanged
+        keep = min(max(kept, 0) // _BLOCK, len(self.blocks))
+        del self.blocks[keep:]
+        for start in range(keep * _BLOCK, len(ids), _BLOCK):
+            self.blocks.append(orjson.dumps(ids[start : start + _BLOCK])[1:-1])
+        return b"[" + b",".join(self.blocks) + b"]"
+
+    def fork(self) -> IdsJson:
+        """A copy that can evolve on its own (the blocks themselves are immutable)."""
+        return IdsJson(self.blocks.copy())
+
+
+def splice_ids(body: Mapping[str, Any], key: str, ids_json: bytes) -> bytes:
+    """``body`` with ``key`` set to an already serialized id array (``key`` not in ``body``).
+
+    >>> splice_ids({"model": "m", "p": 1}, "prompt", orjson.dumps([3]))
     b'{"model":"m","p":1,"prompt":[3]}'
     """
-    return _splice(body, orjson.dumps(key) + b":", ids, b"")
+    return _splice(body, orjson.dumps(key) + b":", ids_json, b"")
 
 
-def chat_ids_body(body: Mapping[str, Any], ids: Sequence[int]) -> bytes:
-    """The chat request for vLLM: text trimmed, ids in ``kv_transfer_params``.
+def chat_ids_body(body: Mapping[str, Any], ids_json: bytes) -> bytes:
+    """The chat request for vLLM: text trimmed, the id array in ``kv_transfer_params``.
 
-    >>> chat_ids_body({"messages": [{"role": "user", "content": "hi"}]}, [7])[:37]
+    >>> chat_ids_body({"messages": [{"role": "user", "content": "hi"}]}, b"[7]")[:37]
     b'{"messages":[{"role":"user","content"'
-    >>> chat_ids_body({}, [7])
+    >>> chat_ids_body({}, b"[7]")
     b'{"kv_transfer_params":{"prompt_token_ids":[7]}}'
     """
     rest = {k: v for k, v in body.items() if k != "kv_transfer_params"}
     messages = rest.get("messages")
     if isinstance(messages, list):
         rest["messages"] = trim_messages(messages)
-    return _splice(rest, b'"kv_transfer_params":{"prompt_token_ids":', ids, b"}")
+    return _splice(rest, b'"kv_transfer_params":{"prompt_token_ids":', ids_json, b"}")
 
 
-def _splice(body: Mapping[str, Any], opening: bytes, ids: Sequence[int], closing: bytes) -> bytes:
+def _splice(body: Mapping[str, Any], opening: bytes, ids_json: bytes, closing: bytes) -> bytes:
     head = orjson.dumps(body)  # an object: ends with "}"
     sep = b"," if len(head) > 2 else b""
-    return b"".join((head[:-1], sep, opening, orjson.dumps(ids), closing, b"}"))
+    return b"".join((head[:-1], sep, opening, ids_json, closing, b"}"))
 
 
 def trim_messages(messages: list[Any]) -> list[Any]:

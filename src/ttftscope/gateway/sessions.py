@@ -6,11 +6,14 @@ it. A request takes the entry sharing the longest prefix with its own prompt:
 
 - the entry's prompt is a prefix of the new one (the agent appended a turn) and nobody else
   uses it: encode in place, which re-encodes only the tail;
-- otherwise (another conversation with the same system prompt, an edited history, or the
-  same conversation in flight twice): fork the entry, so the other conversation keeps its
-  state, and encode the fork;
-- nothing shares a prefix: a fresh encoder, whose full encode runs on a worker thread so
-  it never stalls the event loop.
+- otherwise (another conversation with the same system prompt, an edited history): fork
+  the entry, so the other conversation keeps its state, and encode the fork;
+- nothing idle shares a prefix: a fresh encoder, whose full encode runs on a worker thread
+  so it never stalls the event loop. An entry whose long re-encode is running on a worker
+  thread is neither used nor copied until it is done.
+
+Each entry also keeps its ids serialized (:class:`~ttftscope.gateway.idsbody.IdsJson`), so
+a turn re-serializes only the ids after the ones the encoder kept.
 
 Every path gives the ids of a full encode (the encoder is exact); a cache miss costs time,
 never a wrong id. The cache is bounded by bytes (least recently used entries go first) and
@@ -27,9 +30,10 @@ import asyncio
 import sys
 import time
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from ttftscope.gateway.idsbody import IdsJson
 from ttftscope.tokenization.incremental import EncodePath, IncrementalEncoder
 from ttftscope.tokenization.textscan import common_prefix_len
 
@@ -48,17 +52,20 @@ class _Entry:
     key: str
     nbytes: int = 0
     busy: bool = False
+    json: IdsJson = field(default_factory=IdsJson)  # the ids as sent: kept between turns
 
 
 @dataclass(frozen=True)
 class Encoded:
-    """The ids of one prompt and what producing them cost.
+    """The ids of one prompt (also as the JSON array sent upstream) and what they cost.
 
-    >>> Encoded([1, 2], reused_tokens=1, encoded_chars=3, path="append", seconds=0.001).ids
-    [1, 2]
+    >>> Encoded([1, 2], b"[1,2]", reused_tokens=1, encoded_chars=3, path="append",
+    ...         seconds=0.001).ids_json
+    b'[1,2]'
     """
 
     ids: list[int]
+    ids_json: bytes
     reused_tokens: int
     encoded_chars: int
     path: EncodePath
@@ -88,7 +95,8 @@ class SessionCache:
         self.shadow_every = shadow_every or None
         self.stats = CacheStats()
         self._entries: OrderedDict[int, _Entry] = OrderedDict()
-        self._buckets: dict[str, set[int]] = {}
+        # entry ids by key, least recently used first (dicts as ordered sets)
+        self._buckets: dict[str, dict[int, None]] = {}
         self._next = 0
 
     @property
@@ -117,6 +125,7 @@ class SessionCache:
             self._drop(entry_id)
             raise
         stats = entry.encoder.stats
+        ids_json = entry.json.update(ids, min(stats.last_reused_tokens, len(ids)))
         entry.prompt = prompt
         entry.busy = False
         self._account(entry_id, entry)
@@ -125,6 +134,7 @@ class SessionCache:
         self.stats.shadow_mismatches += stats.shadow_mismatches - before[3]
         return Encoded(
             ids,
+            ids_json,
             reused_tokens=stats.last_reused_tokens,
             encoded_chars=stats.last_reencoded_chars,
             path=stats.path,
@@ -136,25 +146,36 @@ class SessionCache:
     def _take(self, key: str, prompt: str) -> tuple[int, _Entry]:
         """The entry to encode with: an idle extendable one, a fork of the best, or new."""
         best_id, best, shared = None, None, 0
-        for entry_id in self._buckets.get(key, ()):
+        bucket = self._buckets.get(key, {})
+        # most recent first, so the likely best comes early and the rest are ruled out cheaply
+        for entry_id in reversed(bucket):
+            if shared == len(prompt):
+                break  # nothing can share more
             entry = self._entries[entry_id]
+            # a busy entry is mid-encode on a worker thread (inline encodes never yield):
+            # its state is changing, so it can be neither taken nor copied
+            if entry.busy or not _may_share_more(entry.prompt, prompt, shared):
+                continue
             n = common_prefix_len(entry.prompt, prompt)
-            if n > shared or (n == shared and best is not None and best.busy and not entry.busy):
+            if n > shared:
                 best_id, best, shared = entry_id, entry, n
         if best is not None and best_id is not None:
             self._entries.move_to_end(best_id)
-            if not best.busy and shared == len(best.prompt):
+            del bucket[best_id]
+            bucket[best_id] = None
+            if shared == len(best.prompt):
                 best.busy = True
                 return best_id, best
             self.stats.forks += 1
-            return self._add(_Entry(best.prompt, best.encoder.fork(), key, busy=True))
+            fork = _Entry(best.prompt, best.encoder.fork(), key, busy=True, json=best.json.fork())
+            return self._add(fork)
         encoder = IncrementalEncoder(self.tok, shadow_every=self.shadow_every)
         return self._add(_Entry("", encoder, key, busy=True))
 
     def _add(self, entry: _Entry) -> tuple[int, _Entry]:
         entry_id, self._next = self._next, self._next + 1
         self._entries[entry_id] = entry
-        self._buckets.setdefault(entry.key, set()).add(entry_id)
+        self._buckets.setdefault(entry.key, {})[entry_id] = None
         return entry_id, entry
 
     async def _run(self, encoder: IncrementalEncoder, old: str, new: str) -> list[int]:
@@ -164,7 +185,7 @@ class SessionCache:
         return await asyncio.to_thread(encoder.encode, new)
 
     def _account(self, entry_id: int, entry: _Entry) -> None:
-        entry.nbytes = entry.encoder.cached_bytes + sys.getsizeof(entry.prompt)
+        entry.nbytes = entry.encoder.cached_bytes + sys.getsizeof(entry.prompt) + entry.json.nbytes
         self.stats.nbytes = sum(e.nbytes for e in self._entries.values())
         while self.stats.nbytes > self.max_bytes and len(self._entries) > 1:
             # least recently used first; entries in use stay (their request is running)
@@ -185,8 +206,24 @@ class SessionCache:
             return 0
         bucket = self._buckets.get(entry.key)
         if bucket is not None:
-            bucket.discard(entry_id)
+            bucket.pop(entry_id, None)
             if not bucket:
                 del self._buckets[entry.key]
         self.stats.entries = len(self._entries)
         return entry.nbytes
+
+
+def _may_share_more(old: str, new: str, shared: int) -> bool:
+    """Whether ``old`` can share more than ``shared`` leading characters with ``new``.
+
+    A full comparison costs a pass over both prompts (~0.3 ms at 100K tokens); with many
+    entries sharing a system prompt (agents, retries) it would run for each. This O(1) test
+    rules most of them out: sharing more needs ``old`` to be longer and to agree with
+    ``new`` at the first character the best entry so far does not share.
+
+    >>> _may_share_more("abcX", "abcY", 0), _may_share_more("abxY", "abcY", 3)
+    (True, True)
+    >>> _may_share_more("abcX", "abcY", 3), _may_share_more("ab", "abcY", 3)
+    (False, False)
+    """
+    return len(old) > shared and (shared == 0 or old[shared] == new[shared])

@@ -12,6 +12,13 @@ is probed once to choose how ids travel:
 - ``completions``: ``prompt: [ids]`` on ``/v1/completions``, answers translated to chat.
 - neither works: the upstream is served as text, and the log and ``/metrics`` say why.
 
+``plain_chats = "completions"`` on a chat-ids upstream sends the chats that ``/v1/completions``
+answers exactly (no tools, reasoning, structured output, logprobs …; see ``translate``) there
+too: vLLM's chat-ids path checks the id list in Python, ~1-6 ms more per 32K-100K-token
+request here than ``/v1/completions`` with the same ids. Exact only on a server with no
+``--reasoning-parser`` and the default ``--response-role``, which the gateway cannot see:
+hence off by default.
+
 >>> Upstream.headers_for("k")["Authorization"]
 'Bearer k'
 """
@@ -51,6 +58,9 @@ class Upstream:
     max_model_len: dict[str, int] = field(default_factory=dict)
     api: IdsApi | None = None  # None: served as text
     api_reason: str = ""
+    # chat-ids upstream whose plain chats go to /v1/completions (plain_chats = "completions")
+    plain_via_completions: bool = False
+    capped_default: bool = False  # the model's generation_config sets max_new_tokens
     tok: Tokenizer | None = None
     renderer: ChatRenderer | None = None
     cache: SessionCache | None = None
@@ -122,6 +132,16 @@ class Upstream:
         self.tok = load_tokenizer(Path(folder).expanduser())
         self.renderer = ChatRenderer(self.tok)
         self.cache = SessionCache(self.tok, max_bytes=cache_bytes, shadow_every=shadow_every)
+        self.capped_default = _caps_new_tokens(Path(folder).expanduser())
+
+    def chat_default_limit(self, model: str) -> int | None:
+        """The context length chat's default ``max_tokens`` derives from, if it is knowable.
+
+        vLLM caps that default with generation_config's ``max_new_tokens`` unless started
+        with ``--generation-config vllm``, which the gateway cannot see: with such a cap a
+        chat without ``max_tokens`` has no known completions equivalent (None).
+        """
+        return None if self.capped_default else self.max_model_len.get(model)
 
     async def refresh_models(self, *, force: bool = False) -> None:
         """Re-read ``/v1/models`` (at most once a minute unless ``force``)."""
@@ -176,9 +196,19 @@ class Upstream:
             ok, why = await self._probe(api, ids)
             if ok:
                 self.api, self.api_reason = api, f"(probe: prompt_tokens {len(ids)} as sent)"
-                return
+                break
             self.api_reason += f"[{api}: {why}] "
-        self.api = None
+        else:
+            self.api = None
+            return
+        if self.api == "chat-ids" and self.settings.plain_chats == "completions":
+            ok, why = await self._probe("completions", ids)
+            self.plain_via_completions = ok
+            self.api_reason += (
+                "; plain chats via completions"
+                if ok
+                else f"; plain chats stay on chat-ids [completions: {why}]"
+            )
 
     async def _probe(self, api: str, ids: list[int]) -> tuple[bool, str]:
         model = self.models[0]
@@ -199,6 +229,15 @@ class Upstream:
         if status == 200 and counted == len(ids):
             return True, "ok"
         return False, f"HTTP {status}, prompt_tokens {counted} for {len(ids)} ids"
+
+
+def _caps_new_tokens(folder: Path) -> bool:
+    """Whether the model folder's ``generation_config.json`` sets ``max_new_tokens``."""
+    try:
+        config = orjson.loads((folder / "generation_config.json").read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return False  # vLLM reads no cap from a missing or unreadable file either
+    return isinstance(config, dict) and config.get("max_new_tokens") is not None
 
 
 def upstreams_from(settings: Mapping[str, UpstreamSettings]) -> list[Upstream]:

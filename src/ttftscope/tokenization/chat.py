@@ -107,6 +107,24 @@ def _alias_reasoning(message: Mapping[str, Any]) -> Mapping[str, Any]:
     return {"thinking": reasoning, **message, "reasoning_content": reasoning}
 
 
+class _Sandbox(ImmutableSandboxedEnvironment):
+    """transformers' sandbox, with ``message.role`` on a plain dict answered directly.
+
+    The sandbox's ``getattr`` tries the attribute first and indexes only after that fails.
+    On a dict it fails for certain unless ``dict`` has the name (instances have no others),
+    and raising it costs more than the lookup; skipping it gives the same value, or the same
+    undefined for a missing key.
+    """
+
+    def getattr(self, obj: Any, attribute: str) -> Any:
+        if type(obj) is not dict or hasattr(dict, attribute):
+            return super().getattr(obj, attribute)
+        try:
+            return obj[attribute]
+        except KeyError:
+            return self.undefined(obj=obj, name=attribute)
+
+
 @lru_cache(maxsize=32)
 def compile_template(source: str) -> jinja2.Template:
     """Compile a chat template the way transformers does (cached by source text).
@@ -114,7 +132,7 @@ def compile_template(source: str) -> jinja2.Template:
     >>> compile_template("{{ messages[0]['content'] }}").render(messages=[{"content": "x"}])
     'x'
     """
-    env = ImmutableSandboxedEnvironment(
+    env = _Sandbox(
         trim_blocks=True,
         lstrip_blocks=True,
         extensions=[_Generation, jinja2.ext.loopcontrols],

@@ -241,6 +241,8 @@ class IncrementalEncoder:
         self._harvest(wait=True)
 
     def _finish(self, path: EncodePath, t0: float) -> None:
+        if path == "full":  # also the plain encodes that bypass the cache: nothing was kept
+            self.stats.last_reused_tokens = 0
         self.stats.path = path
         self.stats.last_cost_ms = (time.perf_counter() - t0) * 1e3
 
