@@ -3,7 +3,7 @@
 A coding-agent conversation is grown around each context size; every request sends the
 history plus a fresh ~1.4K-character turn, as agents call, so the prefix cache is warm and
 only the tail is new (one turn and a reply join the history each round, so the context
-grows slowly: ``context_tokens_first_last``). Three such agents take turns
+grows slowly: ``context_tokens_first_last``). Six such agents take turns
 (``--conversations``), for more rounds without a conversation outgrowing its size. The
 variants alternate within each round (rotating who goes first) against the same server, in
 one run:
@@ -181,7 +181,7 @@ async def _one(
 
 async def size_run(
     urls: dict[str, str], model: str, tok: Tokenizer, tokens: int, rounds: int, max_tokens: int,
-    conversations: int = 3,
+    conversations: int = 6,
 ) -> dict[str, Any]:  # fmt: skip
     renderer = ChatRenderer(tok)
     # every request appends a turn and a reply: start below the size by half of what the
@@ -336,7 +336,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", default="32000,100000", help="context sizes in tokens")
     ap.add_argument("--rounds", type=int, default=20, help="measured rounds per conversation")
-    ap.add_argument("--conversations", type=int, default=3, help="agents taking turns")
+    ap.add_argument("--conversations", type=int, default=6, help="agents taking turns")
     ap.add_argument("--short-pairs", type=int, default=300)
     ap.add_argument("--max-tokens", type=int, default=4)
     ap.add_argument("--base-url", help="an already running vLLM (default: the local one)")
