@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -26,26 +27,24 @@ FIELDS = {
 }
 
 
-@pytest.mark.parametrize("script", ["incremental_append.py", "chat_session.py"])
-def test_benchmark_prints_one_json_line_with_every_field(script: str) -> None:
+def _last_json_line(script: str, args: list[str], *, timeout_s: float) -> dict[str, Any]:
+    """Run ``benchmarks/script`` with ``args``; the JSON object on its last output line."""
     proc = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "benchmarks" / script),
-            "--tokenizer",
-            "cl100k",
-            "--appends",
-            "3",
-            "--tokens",
-            "3000",
-        ],
+        [sys.executable, str(ROOT / "benchmarks" / script), *args],
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=timeout_s,
         check=False,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
-    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return result
+
+
+@pytest.mark.parametrize("script", ["incremental_append.py", "chat_session.py"])
+def test_benchmark_prints_one_json_line_with_every_field(script: str) -> None:
+    args = ["--tokenizer", "cl100k", "--appends", "3", "--tokens", "3000"]
+    result = _last_json_line(script, args, timeout_s=600)
     assert result.keys() >= FIELDS
     assert result["appends"] == 3 and result["mismatches"] == 0
     assert result["bytes_per_cached_token"] <= 16
@@ -53,16 +52,8 @@ def test_benchmark_prints_one_json_line_with_every_field(script: str) -> None:
 
 def test_the_hop_benchmark_measures_both_modes_against_a_trivial_upstream() -> None:
     qwen2_dir = build_all(["qwen2"])["qwen2"]  # a real tokenizer and chat template, offline
-    cmd = [sys.executable, str(ROOT / "benchmarks" / "gateway_hop.py"), "--pairs", "20"]
-    proc = subprocess.run(
-        [*cmd, "--model-dir", str(qwen2_dir)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    args = ["--pairs", "20", "--model-dir", str(qwen2_dir)]
+    result = _last_json_line("gateway_hop.py", args, timeout_s=300)
     assert result["ids_api"] == "chat-ids" and result["pairs"] == 20
     for mode in ("ids", "text"):
         # the gateway costs something, and far less than a vLLM TTFT

@@ -110,7 +110,7 @@ class SessionCache:
         ``pin`` (a client's session header) keeps conversations apart that share a prefix.
         """
         key = (pin or "") + "\0" + prompt[:_KEY_CHARS]
-        entry_id, entry = self._take(key, prompt)
+        entry_id, entry, shared = self._take(key, prompt)
         stats = entry.encoder.stats
         before = (
             stats.widenings,
@@ -120,7 +120,7 @@ class SessionCache:
         )
         t0 = time.perf_counter()
         try:
-            ids = await self._run(entry.encoder, entry.prompt, prompt)
+            ids = await self._run(entry.encoder, prompt, len(prompt) - shared)
         except BaseException:
             self._drop(entry_id)
             raise
@@ -143,8 +143,9 @@ class SessionCache:
             full_fallback=stats.full_fallbacks > before[1],
         )
 
-    def _take(self, key: str, prompt: str) -> tuple[int, _Entry]:
-        """The entry to encode with: an idle extendable one, a fork of the best, or new."""
+    def _take(self, key: str, prompt: str) -> tuple[int, _Entry, int]:
+        """The entry to encode with (an idle extendable one, a fork of the best, or new) and
+        how many leading characters of ``prompt`` its state already covers."""
         best_id, best, shared = None, None, 0
         bucket = self._buckets.get(key, {})
         # most recent first, so the likely best comes early and the rest are ruled out cheaply
@@ -165,12 +166,12 @@ class SessionCache:
             bucket[best_id] = None
             if shared == len(best.prompt):
                 best.busy = True
-                return best_id, best
+                return best_id, best, shared
             self.stats.forks += 1
             fork = _Entry(best.prompt, best.encoder.fork(), key, busy=True, json=best.json.fork())
-            return self._add(fork)
+            return *self._add(fork), shared
         encoder = IncrementalEncoder(self.tok, shadow_every=self.shadow_every)
-        return self._add(_Entry("", encoder, key, busy=True))
+        return *self._add(_Entry("", encoder, key, busy=True)), 0
 
     def _add(self, entry: _Entry) -> tuple[int, _Entry]:
         entry_id, self._next = self._next, self._next + 1
@@ -178,9 +179,9 @@ class SessionCache:
         self._buckets.setdefault(entry.key, {})[entry_id] = None
         return entry_id, entry
 
-    async def _run(self, encoder: IncrementalEncoder, old: str, new: str) -> list[int]:
-        shared = common_prefix_len(old, new) if old else 0
-        if len(new) - shared <= _INLINE_CHARS:
+    async def _run(self, encoder: IncrementalEncoder, new: str, changed: int) -> list[int]:
+        """Encode ``new``, of which ``changed`` trailing characters are new to ``encoder``."""
+        if changed <= _INLINE_CHARS:
             return encoder.encode(new)
         return await asyncio.to_thread(encoder.encode, new)
 
