@@ -45,6 +45,7 @@ PARTS += [
 ROUTES = {
     "/v1/models": json.dumps({"object": "list", "data": [{"id": MODEL, "object": "model"}]}),
     "/metrics": "# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting 0\n",
+    "/version": json.dumps({"version": "0.32.0"}),  # the gateway sends ids to vLLM 0.32
 }
 
 

@@ -11,5 +11,7 @@ echo "== local vLLM (install + tiny model; cached after the first run)"
 .venv/bin/ttftscope local-server install
 echo "== browser for the report test (Debian's chromium; playwright downloads nothing)"
 bash scripts/install_browser.sh
+echo "== nginx for the gateway-replica test (Debian's package)"
+bash scripts/install_nginx.sh
 echo "== pytest"
 exec .venv/bin/pytest -p no:cacheprovider "$@"

@@ -18,9 +18,12 @@ Scenarios (chat and completions unless noted):
     stream_error  a role chunk then an in-stream ``{"error": ...}`` event
     odd_chunks    the normal stream cut in odd byte pieces (mid-UTF-8, \\r|\\n, mid-JSON)
 
-``GET /{scenario}/health`` answers 200 (it stands in for a local vLLM in tests). Like vLLM,
+``GET /{scenario}/health`` answers 200 and ``GET /{scenario}/version`` vLLM's version
+(``FaultOptions.version``; None: 404), so it stands in for a local vLLM in tests. Like vLLM,
 usage counts the token ids a request sends (``kv_transfer_params.prompt_token_ids`` on chat,
-a ``prompt`` list on completions) as its prompt tokens.
+messages and responses, a ``prompt`` list on completions) as its prompt tokens.
+``/v1/messages`` and ``/v1/responses`` (normal only) answer a short text in their own
+formats, streamed or not.
 """
 
 from __future__ import annotations
@@ -52,6 +55,7 @@ class FaultOptions:
     retry_after: str = "7"
     prompt_tokens: int = 11
     cached_tokens: int | None = 8
+    version: str | None = "0.32.0"
 
 
 @dataclass
@@ -171,12 +175,38 @@ def _app(srv: FaultServer) -> Starlette:
     async def health(request: Request) -> Response:
         return Response(status_code=200)
 
+    async def not_found(request: Request) -> Response:
+        await capture(request)  # recorded: tests see what the gateway asked for
+        return JSONResponse(_error_body("Not Found", "NotFoundError", 404), status_code=404)
+
+    async def version(request: Request) -> Response:
+        if opts.version is None:
+            return Response(status_code=404)
+        return JSONResponse({"version": opts.version})
+
+    async def agent_api(request: Request) -> Response:
+        payload = json.loads(await capture(request) or b"{}")
+        ids = _sent_ids(payload)
+        n = opts.prompt_tokens if ids is None else len(ids)
+        kind = "messages" if request.url.path.endswith("/messages") else "responses"
+        text = "".join(opts.content)
+        if payload.get("stream") is True:
+            return StreamingResponse(
+                iter(_agent_stream(kind, text, n)), media_type="text/event-stream"
+            )
+        return JSONResponse(_agent_answer(kind, text, n))
+
     return Starlette(
         routes=[
             Route("/{scenario}/health", health, methods=["GET"]),
             Route("/{scenario}/v1/models", models, methods=["GET"]),
             Route("/{scenario}/v1/chat/completions", completions, methods=["POST"]),
             Route("/{scenario}/v1/completions", completions, methods=["POST"]),
+            Route("/{scenario}/v1/messages", agent_api, methods=["POST"]),
+            Route("/{scenario}/v1/messages/count_tokens", agent_api, methods=["POST"]),
+            Route("/{scenario}/v1/responses", agent_api, methods=["POST"]),
+            Route("/{scenario}/version", version, methods=["GET"]),
+            Route("/{rest:path}", not_found, methods=["GET", "POST"]),
         ]
     )
 
@@ -191,6 +221,47 @@ def _sent_ids(payload: dict[str, Any]) -> list[int] | None:
     if isinstance(ids, list) and ids and all(isinstance(i, int) for i in ids):
         return ids
     return None
+
+
+def _agent_answer(kind: str, text: str, n: int) -> dict[str, object]:
+    """A whole answer in the Anthropic or Responses shape, ``n`` input tokens."""
+    if kind == "messages":
+        return {
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "content": [{"type": "text", "text": text}],
+            "stop_reason": "end_turn",
+            "usage": {"input_tokens": n, "output_tokens": 3},
+        }
+    item = {
+        "type": "message",
+        "role": "assistant",
+        "content": [{"type": "output_text", "text": text}],
+    }
+    return {"id": "resp_1", "object": "response", "output": [item], "usage": {"input_tokens": n}}
+
+
+def _agent_stream(kind: str, text: str, n: int) -> list[bytes]:
+    """The same answer as SSE events: bookkeeping first, then a text delta."""
+    if kind == "messages":
+        events: list[dict[str, object]] = [
+            {"type": "message_start", "message": {"usage": {"input_tokens": n}}},
+            {"type": "content_block_start", "index": 0, "content_block": {"type": "text"}},
+            {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "text_delta", "text": text},
+            },
+            {"type": "message_stop"},
+        ]
+    else:
+        events = [
+            {"type": "response.created"},
+            {"type": "response.output_text.delta", "delta": text},
+            {"type": "response.completed", "response": {"usage": {"input_tokens": n}}},
+        ]
+    return [f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events]
 
 
 def _status_fault(scenario: str, request: Request, opts: FaultOptions) -> Response:

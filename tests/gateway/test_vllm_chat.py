@@ -15,7 +15,13 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from ttftscope.gateway.vllm_chat import ChatInputs, PassReason, PassThrough, prepare_chat
+from ttftscope.gateway.vllm_chat import (
+    ChatInputs,
+    ChatPassReason,
+    PassReason,
+    PassThrough,
+    prepare_chat,
+)
 from ttftscope.tokenization.chat import ChatRenderer
 
 TINY = (
@@ -417,7 +423,7 @@ def test_pass_through_reason(reason: str, body: dict[str, Any], template: str) -
 
 
 def test_every_pass_reason_has_a_case() -> None:
-    assert {reason for reason, _, _ in PASS_CASES} == set(get_args(PassReason))
+    assert {reason for reason, _, _ in PASS_CASES} == set(get_args(ChatPassReason))
 
 
 def test_pass_through_carries_reason_and_detail() -> None:

@@ -1,14 +1,19 @@
-"""``ttftscope gateway``: one OpenAI-compatible address that sends vLLM token ids."""
+"""``ttftscope gateway``: one address for every agent API that sends vLLM token ids;
+``ttftscope gateway client-config KIND``: what to paste into an agent to use it."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from typing import cast
 
 import click
+import httpx
 
 from ttftscope.cli.options import CliState, cli_state, config_options
 from ttftscope.config.schema import GatewaySettings, UpstreamSettings
 from ttftscope.errors import ConfigError
+from ttftscope.gateway.clientconfig import CLIENT_KINDS, ClientKind, client_config
 from ttftscope.localserver import process
 from ttftscope.localserver.model import model_dir as local_model_dir
 
@@ -49,7 +54,7 @@ def gateway_settings(
     )
 
 
-@click.command()
+@click.group(invoke_without_command=True)
 @config_options
 @click.option("--upstream", help="One upstream's base URL, e.g. http://127.0.0.1:8000/v1")
 @click.option(
@@ -69,10 +74,13 @@ def gateway(
     host: str | None,
     port: int | None,
 ) -> None:
-    """Serve chat in, token ids to vLLM: no re-tokenizing of the long context per turn.
+    """Serve chat, completions, Anthropic Messages and Responses in, token ids to vLLM:
+    no re-tokenizing of the long context per turn.
 
     With nothing configured it fronts the running local server.
     """
+    if ctx.invoked_subcommand is not None:
+        return
     from ttftscope.gateway.serve import serve
 
     state = cli_state(ctx)
@@ -85,3 +93,38 @@ def gateway(
         highlight=False,
     )
     serve(settings)
+
+
+@gateway.command("client-config")
+@click.argument("kind", type=click.Choice(CLIENT_KINDS))
+@click.option("--url", help="The gateway's base URL (default: from the config, …:8100/v1)")
+@click.pass_context
+def client_config_command(ctx: click.Context, kind: str, url: str | None) -> None:
+    """Print what to paste into Claude Code, Codex, opencode or the OpenAI SDK.
+
+    Filled from the running gateway (its address and served models); keys are never
+    printed, only the variable that holds one.
+    """
+    state = cli_state(ctx)
+    gw = state.load().settings.gateway
+    host = "127.0.0.1" if gw.host in ("0.0.0.0", "::") else gw.host
+    base = (url or f"http://{host}:{gw.port}/v1").rstrip("/")
+    models = _served_models(base, gw.api_keys_env)
+    click.echo(client_config(cast(ClientKind, kind), base, models, gw.api_keys_env))
+
+
+def _served_models(base: str, keys_env: str | None) -> list[str]:
+    """The models the gateway at ``base`` serves (its ``/v1/models``)."""
+    keys = [k.strip() for k in os.environ.get(keys_env or "", "").split(",") if k.strip()]
+    headers = {"Authorization": f"Bearer {keys[0]}"} if keys else {}
+    try:
+        resp = httpx.get(base + "/models", headers=headers, timeout=10)
+        data = resp.json().get("data") if resp.status_code == 200 else None
+    except (httpx.HTTPError, ValueError, AttributeError):
+        data = None
+    if not isinstance(data, list):
+        raise ConfigError(
+            f"no gateway answers at {base}/models",
+            hint="start it with `ttftscope gateway` (another terminal), or pass --url",
+        )
+    return [m["id"] for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)]

@@ -193,6 +193,8 @@ class GatewaySettings(_Section):
     upstreams: dict[str, UpstreamSettings] = Field(default_factory=dict)
     # ask the upstream for its own rendering of every Nth request (0: never)
     verify_every: int = Field(default=0, ge=0)
+    # and of the first N requests of each (upstream, API, model) (0: none)
+    verify_first: int = Field(default=3, ge=0)
     # re-check every Nth incremental encode against a full one, off the hot path (0: never)
     shadow_every: int = Field(default=1000, ge=0)
     max_body_mb: float = Field(default=64.0, gt=0, le=4096, allow_inf_nan=False)
@@ -274,6 +276,7 @@ EXPECTED: dict[str, str] = {
     "gateway.cache_mb": "a whole number of megabytes from 1, e.g. 512",
     "gateway.upstreams": 'tables [gateway.upstreams.NAME] with base_url = "http://host:8000/v1"',
     "gateway.verify_every": "a whole number >= 0 (0: never), e.g. 100",
+    "gateway.verify_first": "a whole number >= 0 (0: none), e.g. 3",
     "gateway.shadow_every": "a whole number >= 0 (0: never), e.g. 1000",
     "gateway.max_body_mb": "a number of megabytes above 0, e.g. 64",
     "gateway.api_keys_env": 'the name of an environment variable, e.g. "GATEWAY_KEYS"',

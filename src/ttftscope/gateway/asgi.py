@@ -1,4 +1,4 @@
-"""The gateway's hot path as plain ASGI: the two POST routes skip Starlette's machinery.
+"""The gateway's hot path as plain ASGI: the POST routes skip Starlette's machinery.
 
 A request to ``/v1/chat/completions`` or ``/v1/completions`` is read, answered and
 streamed here directly; every other request (models, health, metrics, 404s, lifespan)

@@ -95,6 +95,19 @@ def chat_ids_body(body: Mapping[str, Any], ids_json: bytes) -> bytes:
     return _splice(rest, b'"kv_transfer_params":{"prompt_token_ids":', ids_json, b"}")
 
 
+def kv_ids_body(body: Mapping[str, Any], ids_json: bytes) -> bytes:
+    """``body`` as it came, with the id array in ``kv_transfer_params.prompt_token_ids``.
+
+    For vLLM's Anthropic and Responses endpoints, whose conversions read the text of the
+    messages (which blocks are empty, what a tool result says), so nothing is trimmed.
+
+    >>> kv_ids_body({"model": "m", "kv_transfer_params": None}, b"[7]")
+    b'{"model":"m","kv_transfer_params":{"prompt_token_ids":[7]}}'
+    """
+    rest = {k: v for k, v in body.items() if k != "kv_transfer_params"}
+    return _splice(rest, b'"kv_transfer_params":{"prompt_token_ids":', ids_json, b"}")
+
+
 def _splice(body: Mapping[str, Any], opening: bytes, ids_json: bytes, closing: bytes) -> bytes:
     head = orjson.dumps(body)  # an object: ends with "}"
     sep = b"," if len(head) > 2 else b""

@@ -91,7 +91,7 @@ class GatewayMetrics:
         )
         self.upstream_ttft = Histogram(
             p + "upstream_first_token_seconds",
-            "First upstream SSE event after the role chunk",
+            "First upstream SSE event that carries a token (every API)",
             ["upstream"],
             buckets=_LATENCY_BUCKETS,
             registry=r,
@@ -100,6 +100,14 @@ class GatewayMetrics:
             p + "upstream_api",
             "How ids reach each upstream (1 = in use)",
             ["upstream", "api"],
+            registry=r,
+        )
+
+        self.upstream_version = Gauge(
+            p + "upstream_version",
+            "The version each upstream reports, and whether the gateway sends it ids (ids="
+            '"no": a version whose rewrites the gateway does not reproduce, served as text)',
+            ["upstream", "version", "ids"],
             registry=r,
         )
 

@@ -12,7 +12,8 @@ from collections.abc import Mapping
 import uvicorn
 
 from ttftscope.config.schema import GatewaySettings
-from ttftscope.gateway.app import Gateway, create_app
+from ttftscope.gateway.app import create_app
+from ttftscope.gateway.state import Gateway
 from ttftscope.threadserver import ThreadServer
 
 

@@ -12,6 +12,11 @@ is probed once to choose how ids travel:
 - ``completions``: ``prompt: [ids]`` on ``/v1/completions``, answers translated to chat.
 - neither works: the upstream is served as text, and the log and ``/metrics`` say why.
 
+Before probing, the upstream's version is read (vLLM's ``GET /version``): ids go only to the
+versions whose request rewrites and API conversions the gateway reproduces
+(:data:`IDS_VERSIONS`). Any other version, or a server that does not say, is served as text,
+and ``ttftscope_gateway_upstream_version{ids="no"}`` and the log say so.
+
 ``plain_chats = "completions"`` on a chat-ids upstream sends the chats that ``/v1/completions``
 answers exactly (no tools, reasoning, structured output, logprobs …; see ``translate``) there
 too: vLLM's chat-ids path checks the id list in Python, ~1-6 ms more per 32K-100K-token
@@ -43,6 +48,9 @@ from ttftscope.tokenization.loader import Tokenizer, load_tokenizer
 
 log = logging.getLogger("ttftscope.gateway")
 IdsApi = Literal["chat-ids", "completions"]
+# vLLM versions whose chat rewrites (vllm_chat) and Anthropic / Responses conversions
+# (vllm_messages, vllm_responses) were checked against the server's own rendering
+IDS_VERSIONS = ("0.32",)
 _MODELS_TTL_S = 60.0
 _PROBE_TEXT = "gateway probe " * 12
 
@@ -61,6 +69,9 @@ class Upstream:
     # chat-ids upstream whose plain chats go to /v1/completions (plain_chats = "completions")
     plain_via_completions: bool = False
     capped_default: bool = False  # the model's generation_config sets max_new_tokens
+    model_type: str | None = None  # config.json's model_type (gpt_oss: Harmony rendering)
+    adds_special_tokens: bool = False  # the tokenizer's post-processor adds tokens (a BOS)
+    version: str | None = None  # what GET /version said (None: no answer)
     tok: Tokenizer | None = None
     renderer: ChatRenderer | None = None
     cache: SessionCache | None = None
@@ -107,7 +118,14 @@ class Upstream:
             self._load_tokenizer(cache_bytes, shadow_every)
         await self.refresh_models(force=True)
         if self.settings.mode == "ids":
-            await self._choose_api()
+            self.version = await self._read_version()
+            if version_reproduced(self.version):
+                await self._choose_api()
+            else:
+                self.api_reason = (
+                    f"(version {self.version or 'unknown'}: the gateway reproduces vLLM "
+                    f"{', '.join(IDS_VERSIONS)}; served as text)"
+                )
         log.info(
             "upstream %s: %s, models %s, ids via %s %s",
             self.name,
@@ -133,6 +151,11 @@ class Upstream:
         self.renderer = ChatRenderer(self.tok)
         self.cache = SessionCache(self.tok, max_bytes=cache_bytes, shadow_every=shadow_every)
         self.capped_default = _caps_new_tokens(Path(folder).expanduser())
+        self.model_type = _model_type(Path(folder).expanduser())
+        probe = "adds?"
+        self.adds_special_tokens = self.tok.encode(
+            probe, add_special_tokens=True
+        ) != self.tok.encode(probe)
 
     def chat_default_limit(self, model: str) -> int | None:
         """The context length chat's default ``max_tokens`` derives from, if it is knowable.
@@ -162,6 +185,18 @@ class Upstream:
         self.max_model_len = {
             m["id"]: m["max_model_len"] for m in cards if isinstance(m.get("max_model_len"), int)
         }
+
+    async def _read_version(self) -> str | None:
+        """The server's version from ``GET /version`` (vLLM), or None."""
+        try:
+            resp = await self._request("GET", "/version", b"", root=True)
+            raw = await resp.read()
+            data = orjson.loads(raw) if resp.status == 200 else None
+        except (HopError, orjson.JSONDecodeError) as exc:
+            log.warning("upstream %s: GET /version failed (%s)", self.name, exc)
+            return None
+        version = data.get("version") if isinstance(data, dict) else None
+        return version if isinstance(version, str) else None
 
     async def get_json(self, path: str) -> Any:
         """GET ``base_url`` + ``path`` as JSON (ValueError unless the answer is a 200)."""
@@ -229,6 +264,30 @@ class Upstream:
         if status == 200 and counted == len(ids):
             return True, "ok"
         return False, f"HTTP {status}, prompt_tokens {counted} for {len(ids)} ids"
+
+
+def _model_type(folder: Path) -> str | None:
+    """``model_type`` from the model folder's ``config.json``, if it says."""
+    try:
+        config = orjson.loads((folder / "config.json").read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    kind = config.get("model_type") if isinstance(config, dict) else None
+    return kind if isinstance(kind, str) else None
+
+
+def version_reproduced(version: str | None) -> bool:
+    """Whether ``version`` is one whose rewrites the gateway reproduces (any patch, build).
+
+    >>> version_reproduced("0.32.0"), version_reproduced("0.32.1+cpu")
+    (True, True)
+    >>> version_reproduced("0.33.0"), version_reproduced("0.3"), version_reproduced(None)
+    (False, False, False)
+    """
+    if version is None:
+        return False
+    release = version.split("+")[0]
+    return any(release == v or release.startswith(v + ".") for v in IDS_VERSIONS)
 
 
 def _caps_new_tokens(folder: Path) -> bool:

@@ -1,8 +1,10 @@
 """Exactness against the real server: compare our ids with the upstream's own rendering.
 
-Every Nth ids request (``gateway.verify_every``) asks the upstream how it would have
-tokenized the same chat: ``/v1/chat/completions/render`` where the server offers it
-(vLLM with ``--enable-scale-out``), else ``/tokenize`` with ``messages`` and ``tools``. A
+The first ``gateway.verify_first`` ids requests of each (upstream, API, model), and every
+Nth after that (``gateway.verify_every``), ask the upstream how it would have tokenized the
+same chat (for messages and responses: the chat body vLLM converts them to):
+``/v1/chat/completions/render`` where the server offers it (vLLM with
+``--enable-scale-out``), else ``/tokenize`` with ``messages`` and ``tools``. A
 difference is counted, logged with where the ids diverge, and that request goes upstream
 as text, so the client still gets the server's own answer.
 
@@ -14,13 +16,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from typing import Any, TypeGuard
+from typing import Any, Literal, TypeGuard
 
 from ttftscope.gateway.hop import HopError
 from ttftscope.gateway.metrics import GatewayMetrics
 from ttftscope.gateway.upstreams import Upstream
 
 log = logging.getLogger("ttftscope.gateway")
+Api = Literal["chat", "completions", "messages", "responses"]
 _TOKENIZE_FIELDS = (
     "model",
     "messages",
@@ -43,17 +46,35 @@ def first_difference(a: Sequence[int], b: Sequence[int]) -> int:
 
 
 class Verifier:
-    """Decides which requests are checked and runs the check."""
+    """Decides which requests are checked and runs the check.
 
-    def __init__(self, every: int, metrics: GatewayMetrics) -> None:
-        self.every, self.metrics, self._seen = every, metrics, 0
+    >>> v = Verifier(every=0, first=2, metrics=GatewayMetrics())
+    >>> [v.due("up", "messages", "m") for _ in range(3)], v.due("up", "chat", "m")
+    ([True, True, False], True)
+    """
 
-    async def agrees(self, up: Upstream, body: Mapping[str, Any], ids: list[int]) -> bool:
-        """False only when the upstream's own ids for ``body`` differ from ``ids``."""
-        if self.every <= 0:
+    def __init__(self, every: int, first: int, metrics: GatewayMetrics) -> None:
+        self.every, self.first, self.metrics = every, first, metrics
+        self._seen = 0
+        self._per_key: dict[tuple[str, str, str], int] = {}
+
+    def due(self, upstream: str, api: Api, model: str) -> bool:
+        """Whether this request is one to check (and count it)."""
+        key = (upstream, api, model)
+        n = self._per_key.get(key, 0)
+        if n < self.first:
+            self._per_key[key] = n + 1
             return True
+        if self.every <= 0:
+            return False
         self._seen += 1
-        if self._seen % self.every:
+        return self._seen % self.every == 0
+
+    async def agrees(
+        self, up: Upstream, body: Mapping[str, Any], ids: list[int], api: Api = "chat"
+    ) -> bool:
+        """False only when the upstream's own ids for ``body`` differ from ``ids``."""
+        if not self.due(up.name, api, str(body.get("model"))):
             return True
         theirs = await self._their_ids(up, body)
         if theirs is None:

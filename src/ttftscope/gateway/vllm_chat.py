@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from ttftscope.gateway.template_info import TemplateInfo, template_info
 
-PassReason = Literal[
+ChatPassReason = Literal[
     "invalid_request",  # vLLM answers 400 (at render time, or certainly at validation)
     "kv_transfer_params",  # the client sends its own; vLLM would use or ignore those
     "echo",  # vLLM ignores forwarded ids with echo
@@ -45,6 +45,16 @@ PassReason = Literal[
     "template_kwargs",  # chat_template_kwargs that change the call itself (tools, tokenize, …)
     "content_format",  # the template's content format cannot be told for certain
     "template",  # the template does not compile or reads variables the renderer lacks
+]
+# and those of the stages around this one (the endpoints' conversions, the id path)
+PassReason = Literal[
+    ChatPassReason,
+    "stateful",  # Responses state kept by the server (previous_response_id, store, conversation)
+    "unsupported_item",  # a Responses input item or field whose conversion is not reproduced
+    "unsupported_block",  # an Anthropic content block or field whose conversion is not reproduced
+    "render_error",  # the template raised: vLLM answers that its own way
+    "verify_mismatch",  # the upstream's own rendering differed (logged where)
+    "upstream_api",  # the upstream takes no ids on this API (not chat-ids)
 ]
 
 _ROLES = frozenset("system developer user assistant tool".split())

@@ -1,0 +1,100 @@
+"""``POST /v1/chat/completions``: the chat's ids to vLLM's chat (``kv_transfer_params``), or
+translated to ``/v1/completions`` where that answers exactly (``translate``).
+
+>>> from ttftscope.gateway.endpoints.chat import chat_completions
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from starlette.responses import Response
+
+from ttftscope.gateway.apierrors import openai_error
+from ttftscope.gateway.asgi import ClientGone, Receive, Scope
+from ttftscope.gateway.forward import forward
+from ttftscope.gateway.idpath import chat_inputs, encode_chat, takes_ids
+from ttftscope.gateway.idsbody import chat_ids_body, splice_ids
+from ttftscope.gateway.sessions import Encoded
+from ttftscope.gateway.state import BadRequest, Gateway, session_pin
+from ttftscope.gateway.translate import (
+    CannotTranslate,
+    ChatStreamTranslator,
+    chat_response,
+    completions_body,
+)
+from ttftscope.gateway.upstreams import Upstream
+from ttftscope.gateway.vllm_chat import PassThrough
+
+
+async def chat_completions(gw: Gateway, scope: Scope, receive: Receive) -> Response:
+    """One chat request, answered by the routed upstream."""
+    up: Upstream | None = None
+    mode = "text"
+    try:
+        raw, body, up = await gw.read(scope, receive)
+        mode, response = await _chat(gw, up, raw, body, session_pin(scope["headers"], body))
+    except BadRequest as exc:
+        response = openai_error(exc.status, exc.message)
+    except ClientGone:
+        response = Response(status_code=499)
+    return gw.count("chat", up, mode, response)
+
+
+async def _chat(
+    gw: Gateway, up: Upstream, raw: bytes, body: dict[str, Any], pin: str | None
+) -> tuple[str, Response]:
+    stream = body.get("stream") is True
+
+    async def as_text(reason: str | None) -> tuple[str, Response]:
+        if reason is not None:
+            gw.passthrough(up, reason)
+        return "text", await forward(
+            up, "/chat/completions", raw, stream=stream, metrics=gw.metrics
+        )
+
+    if not takes_ids(up, "chat"):
+        return await as_text(None)
+    try:
+        enc = await encode_chat(gw, up, body, chat_inputs(up, body), pin=pin, api="chat")
+    except PassThrough as exc:
+        return await as_text(exc.reason)
+    if up.api == "completions" or up.plain_via_completions:
+        try:
+            return "ids", await _via_completions(gw, up, body, enc, stream)
+        except CannotTranslate as exc:  # raised before anything is sent
+            if up.api == "completions":
+                return await as_text(exc.reason)
+    data = chat_ids_body(body, enc.ids_json)
+    return "ids", await forward(up, "/chat/completions", data, stream=stream, metrics=gw.metrics)
+
+
+async def _via_completions(
+    gw: Gateway, up: Upstream, body: dict[str, Any], enc: Encoded, stream: bool
+) -> Response:
+    """The chat answered by ``/v1/completions`` with the ids; :class:`CannotTranslate` first
+    when that answer would not be exactly the chat's."""
+    out = completions_body(body, enc.ids, max_model_len=up.chat_default_limit(body["model"]))
+    del out["prompt"]  # the ids go in as one array, not through a dict re-dump
+    data = splice_ids(out, "prompt", enc.ids_json)
+    model = body["model"]
+    if stream:
+        options = body.get("stream_options")
+        usage = isinstance(options, dict) and options.get("include_usage") is True
+        tr = ChatStreamTranslator(model=model, include_usage=usage)
+        return await forward(
+            up,
+            "/completions",
+            data,
+            stream=True,
+            metrics=gw.metrics,
+            rewrite_stream=(tr.feed, tr.close),
+        )
+
+    def to_chat(answer: bytes) -> bytes:
+        return orjson.dumps(chat_response(orjson.loads(answer), model=model))
+
+    return await forward(
+        up, "/completions", data, stream=False, metrics=gw.metrics, rewrite_body=to_chat
+    )

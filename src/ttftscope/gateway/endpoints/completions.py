@@ -1,0 +1,39 @@
+"""``POST /v1/completions``: a text prompt encoded incrementally, its ids spliced in.
+
+>>> from ttftscope.gateway.endpoints.completions import completions
+"""
+
+from __future__ import annotations
+
+from starlette.responses import Response
+
+from ttftscope.gateway.apierrors import openai_error
+from ttftscope.gateway.asgi import ClientGone, Receive, Scope
+from ttftscope.gateway.forward import forward
+from ttftscope.gateway.idsbody import splice_ids
+from ttftscope.gateway.state import BadRequest, Gateway, session_pin
+from ttftscope.gateway.upstreams import Upstream
+
+
+async def completions(gw: Gateway, scope: Scope, receive: Receive) -> Response:
+    """One completions request, answered by the routed upstream."""
+    up: Upstream | None = None
+    mode = "text"
+    try:
+        raw, body, up = await gw.read(scope, receive)
+        stream = body.get("stream") is True
+        prompt = body.get("prompt")
+        data = raw
+        if up.cache is not None and up.api is not None and isinstance(prompt, str):
+            enc = await up.cache.encode(prompt, session_pin(scope["headers"], body))
+            gw.account(up, enc)
+            rest = {k: v for k, v in body.items() if k != "prompt"}
+            data, mode = splice_ids(rest, "prompt", enc.ids_json), "ids"
+        elif up.api is not None:
+            mode = gw.passthrough(up, "prompt_not_text")
+        response = await forward(up, "/completions", data, stream=stream, metrics=gw.metrics)
+    except BadRequest as exc:
+        response = openai_error(exc.status, exc.message)
+    except ClientGone:
+        response = Response(status_code=499)
+    return gw.count("completions", up, mode, response)

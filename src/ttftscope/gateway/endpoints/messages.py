@@ -1,0 +1,112 @@
+"""``POST /v1/messages`` (Claude Code) and ``/v1/messages/count_tokens``, on the id path.
+
+Messages: vLLM's Anthropic → chat conversion reproduced
+(:mod:`~ttftscope.gateway.vllm_messages`), the ids sent in the Anthropic body's own
+``kv_transfer_params``, vLLM's Anthropic answer relayed (streamed or not). Errors of the
+gateway's own are in Anthropic's format. ``?beta=true`` (Claude Code) changes nothing.
+
+count_tokens is answered by the gateway from its own rendering and encoder, the way vLLM
+counts (the rendered prompt's ids), with no upstream call; what cannot be reproduced is
+asked of the upstream.
+
+>>> from ttftscope.gateway.endpoints.messages import messages
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from starlette.responses import Response
+
+from ttftscope.gateway.apierrors import anthropic_error
+from ttftscope.gateway.asgi import ClientGone, Receive, Scope
+from ttftscope.gateway.endpoints.native import serve_native
+from ttftscope.gateway.forward import forward
+from ttftscope.gateway.idpath import chat_inputs, encode_chat, render_chat, takes_ids
+from ttftscope.gateway.state import BadRequest, Gateway, session_pin
+from ttftscope.gateway.upstreams import Upstream
+from ttftscope.gateway.vllm_chat import ChatInputs, PassThrough
+from ttftscope.gateway.vllm_messages import (
+    disabled_thinking_effort,
+    merges_inline_system,
+    messages_to_chat,
+)
+
+# what vLLM learns from a template once (the inline-system merge, the "disabled" effort)
+_MERGES: dict[str, bool] = {}
+_DISABLED: dict[str, str] = {}
+
+
+async def messages(gw: Gateway, scope: Scope, receive: Receive) -> Response:
+    """One Anthropic Messages request, answered by vLLM's ``/v1/messages``."""
+    return await serve_native(
+        gw, scope, receive, api="messages", path="/messages", fmt="anthropic", convert=to_chat
+    )
+
+
+async def count_tokens(gw: Gateway, scope: Scope, receive: Receive) -> Response:
+    """``input_tokens`` of an Anthropic request, counted by the gateway."""
+    up: Upstream | None = None
+    mode = "text"
+    try:
+        raw, body, up = await gw.read(scope, receive)
+        n = await _count(gw, up, body, scope) if takes_ids(up, "messages") else None
+        if n is None:
+            response = await forward(
+                up, "/messages/count_tokens", raw, stream=False, metrics=gw.metrics, fmt="anthropic"
+            )
+        else:
+            mode = "ids"
+            answer = {"input_tokens": n, "context_management": {"original_input_tokens": n}}
+            response = Response(orjson.dumps(answer), media_type="application/json")
+    except BadRequest as exc:
+        response = anthropic_error(exc.status, exc.message)
+    except ClientGone:
+        response = Response(status_code=499)
+    return gw.count("count_tokens", up, mode, response)
+
+
+async def _count(gw: Gateway, up: Upstream, body: dict[str, Any], scope: Scope) -> int | None:
+    if not isinstance(body.get("model"), str) or not body["model"]:
+        return None  # vLLM's 400 says what is wrong
+    try:
+        chat, inputs = to_chat(up, body)
+        pin = session_pin(scope["headers"], body)
+        enc = await encode_chat(gw, up, chat, inputs, pin=pin, api="messages")
+    except PassThrough as exc:
+        gw.passthrough(up, exc.reason)
+        return None
+    return len(enc.ids)
+
+
+def to_chat(up: Upstream, body: dict[str, Any]) -> tuple[dict[str, Any], ChatInputs]:
+    """The chat body vLLM converts ``body`` to on ``up``, and its template inputs
+    (PassThrough when unsure)."""
+    assert up.renderer is not None, "takes_ids() first"
+    source = up.renderer.source
+    merge = _MERGES.get(source)
+    if merge is None:
+        merge = _MERGES[source] = merges_inline_system(source)
+    thinking = body.get("thinking")
+    effort = "none"
+    if isinstance(thinking, dict) and thinking.get("type") == "disabled":
+        effort = _disabled_effort(up)
+    chat = messages_to_chat(body, merge_inline_system=merge, disabled_effort=effort)
+    return chat, chat_inputs(up, chat)
+
+
+def _disabled_effort(up: Upstream) -> str:
+    assert up.renderer is not None
+    source = up.renderer.source
+    if source not in _DISABLED:
+
+        def render_hi(effort: str) -> str | None:
+            chat = {"messages": [{"role": "user", "content": "Hi"}], "reasoning_effort": effort}
+            try:
+                return render_chat(up, chat)
+            except PassThrough:
+                return None
+
+        _DISABLED[source] = disabled_thinking_effort(render_hi)
+    return _DISABLED[source]

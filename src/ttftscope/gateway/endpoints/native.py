@@ -1,0 +1,78 @@
+"""An agent API vLLM serves itself (messages, responses): the same body upstream, ids added.
+
+vLLM converts an Anthropic or Responses request to a chat request and copies the body's
+``kv_transfer_params`` into it, so the gateway forwards the client's own body with
+``kv_transfer_params.prompt_token_ids`` and vLLM still writes its own answer (blocks, tool
+calls, stop reasons, events). The endpoint supplies the conversion to vLLM's chat body.
+
+>>> from ttftscope.gateway.endpoints.native import serve_native
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from starlette.responses import Response
+
+from ttftscope.gateway.apierrors import ErrorFormat, error_response
+from ttftscope.gateway.asgi import ClientGone, Receive, Scope
+from ttftscope.gateway.forward import forward
+from ttftscope.gateway.idpath import encode_chat, takes_ids
+from ttftscope.gateway.idsbody import kv_ids_body
+from ttftscope.gateway.state import BadRequest, Gateway, session_pin
+from ttftscope.gateway.upstreams import Upstream
+from ttftscope.gateway.verify import Api
+from ttftscope.gateway.vllm_chat import ChatInputs, PassThrough
+
+# the chat body vLLM derives from the API body on this upstream, and the template inputs it
+# renders from it (PassThrough if unsure)
+Convert = Callable[[Upstream, dict[str, Any]], tuple[dict[str, Any], ChatInputs]]
+
+
+async def serve_native(
+    gw: Gateway,
+    scope: Scope,
+    receive: Receive,
+    *,
+    api: Api,
+    path: str,
+    fmt: ErrorFormat,
+    convert: Convert,
+) -> Response:
+    """Answer one request of ``api`` (upstream ``path``), errors in ``fmt``."""
+    up: Upstream | None = None
+    mode = "text"
+    try:
+        raw, body, up = await gw.read(scope, receive)
+        stream = body.get("stream") is True
+        data, mode = await _with_ids(gw, up, raw, body, scope, api, convert)
+        response = await forward(up, path, data, stream=stream, metrics=gw.metrics, fmt=fmt)
+    except BadRequest as exc:
+        response = error_response(fmt, exc.status, exc.message)
+    except ClientGone:
+        response = Response(status_code=499)
+    return gw.count(api, up, mode, response)
+
+
+async def _with_ids(
+    gw: Gateway,
+    up: Upstream,
+    raw: bytes,
+    body: dict[str, Any],
+    scope: Scope,
+    api: Api,
+    convert: Convert,
+) -> tuple[bytes, str]:
+    """The bytes to send and the mode: the body with ids, or as it came (text)."""
+    if not takes_ids(up, api):
+        if up.api is not None:  # an ids upstream that takes ids on chat only
+            gw.passthrough(up, "upstream_api")
+        return raw, "text"
+    try:
+        chat, inputs = convert(up, body)
+        pin = session_pin(scope["headers"], body)
+        enc = await encode_chat(gw, up, chat, inputs, pin=pin, api=api)
+    except PassThrough as exc:
+        return raw, gw.passthrough(up, exc.reason)
+    return kv_ids_body(body, enc.ids_json), "ids"

@@ -1,0 +1,201 @@
+"""The gateway's shared state and request plumbing, used by every endpoint.
+
+:class:`Gateway` holds the upstreams, metrics, verifier, inbound keys and request log; its
+methods read and check a request (key, size, JSON, model → upstream) and count what
+happened. Endpoints (``endpoints/``) build on it; the app (``app``) wires them up.
+
+>>> Gateway(GatewaySettings(), {}).upstreams
+[]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+from starlette.responses import Response
+
+from ttftscope.config.schema import GatewaySettings
+from ttftscope.gateway.asgi import BodyTooLarge, Receive, Scope, header, read_body
+from ttftscope.gateway.metrics import GatewayMetrics
+from ttftscope.gateway.requestlog import RequestLog
+from ttftscope.gateway.sessions import Encoded
+from ttftscope.gateway.upstreams import Upstream, upstreams_from
+from ttftscope.gateway.verify import Verifier
+
+# Headers that name a conversation, most specific first: ours, Claude Code's, Codex's.
+SESSION_HEADERS = ("x-ttftscope-session", "x-claude-code-session-id", "session-id", "session_id")
+
+
+class BadRequest(Exception):
+    """The client's request cannot be served; ``status`` and a message that says why."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status, self.message = status, message
+
+
+class Gateway:
+    """State shared by the routes: upstreams, metrics, limits, inbound keys."""
+
+    def __init__(self, settings: GatewaySettings, env: Mapping[str, str]) -> None:
+        self.settings, self.env = settings, env
+        self.metrics = GatewayMetrics()
+        self.upstreams = upstreams_from(settings.upstreams)
+        self.verifier = Verifier(settings.verify_every, settings.verify_first, self.metrics)
+        var = settings.api_keys_env
+        raw = env.get(var, "") if var else ""
+        self.keys = [k.strip().encode() for k in raw.split(",") if k.strip()]
+        self.max_body = int(settings.max_body_mb * (1 << 20))
+        self._seen: dict[tuple[str, str], float] = {}
+        self.request_log = RequestLog.from_settings(settings.request_log, settings.log_prompts)
+
+    async def start(self) -> None:
+        if self.request_log is not None:
+            self.request_log.open()
+        share = (self.settings.cache_mb << 20) // max(1, len(self.upstreams))
+        for up in self.upstreams:
+            await up.start(cache_bytes=share, shadow_every=self.settings.shadow_every, env=self.env)
+            self.metrics.upstream_api.labels(up.name, up.api or "text").set(1)
+            if up.version is not None or up.settings.mode == "ids":
+                ids = "yes" if up.api is not None else "no"
+                self.metrics.upstream_version.labels(up.name, up.version or "unknown", ids).set(1)
+            if up.plain_via_completions:  # plain chats go the other way
+                self.metrics.upstream_api.labels(up.name, "completions").set(1)
+
+    async def close(self) -> None:
+        for up in self.upstreams:
+            await up.close()
+        if self.request_log is not None:
+            self.request_log.close()
+
+    # -- request plumbing ----------------------------------------------------------------
+    def check_key(self, headers: list[tuple[bytes, bytes]]) -> None:
+        """Refuse a request without a valid inbound key (when keys are configured).
+
+        The key comes as ``Authorization: Bearer KEY`` (OpenAI clients) or ``x-api-key: KEY``
+        (what Claude Code sends with ``ANTHROPIC_API_KEY``).
+        """
+        if not self.keys:
+            return
+        authorization = header(headers, "authorization") or ""
+        if authorization.startswith("Bearer "):
+            given = authorization.removeprefix("Bearer ").strip().encode()
+        else:
+            given = (header(headers, "x-api-key") or "").strip().encode()
+        # compare with every key, always: timing says nothing about which one came close
+        if sum(hmac.compare_digest(given, key) for key in self.keys) == 0:
+            raise BadRequest(
+                401,
+                "a valid gateway API key is required (Authorization: Bearer KEY, or x-api-key)",
+            )
+
+    async def read(self, scope: Scope, receive: Receive) -> tuple[bytes, dict[str, Any], Upstream]:
+        """Check the key, read the body, route by its model, log it: what every POST does."""
+        self.check_key(scope["headers"])
+        raw, body = await self.body(scope, receive)
+        up = await self.route(body["model"])
+        if self.request_log is not None:
+            self.request_log.write(body, model=body["model"], upstream=up.name)
+        return raw, body, up
+
+    async def body(self, scope: Scope, receive: Receive) -> tuple[bytes, dict[str, Any]]:
+        declared = header(scope["headers"], "content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_body:
+            raise BadRequest(413, self._too_large())
+        try:
+            raw = await read_body(receive, self.max_body)
+        except BodyTooLarge:
+            raise BadRequest(413, self._too_large()) from None
+        try:
+            body = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            raise BadRequest(400, f"the request body is not valid JSON ({exc})") from None
+        if not isinstance(body, dict):
+            raise BadRequest(400, "the request body must be a JSON object")
+        if not isinstance(body.get("model"), str):
+            raise BadRequest(400, "the request needs a 'model' string naming a served model")
+        return raw, body
+
+    def _too_large(self) -> str:
+        return (
+            f"the request body is larger than {self.settings.max_body_mb:g} MB "
+            "(gateway.max_body_mb)"
+        )
+
+    async def route(self, model: str) -> Upstream:
+        for refresh in (False, True):
+            for up in self.upstreams:
+                if model in up.models:
+                    return up
+            if refresh:
+                break
+            for up in self.upstreams:
+                await up.refresh_models()
+        served = sorted({m for up in self.upstreams for m in up.models})
+        raise BadRequest(404, f"The model `{model}` does not exist. Served: {', '.join(served)}")
+
+    def count(self, route: str, up: Upstream | None, mode: str, response: Response) -> Response:
+        name = up.name if up is not None else "-"
+        labels = (route, name, mode, str(response.status_code))
+        # counted once the response is under way: metrics wait, the first token does not
+        asyncio.get_running_loop().call_soon(self._count, labels)
+        return response
+
+    def _count(self, labels: tuple[str, str, str, str]) -> None:
+        self.metrics.requests.labels(*labels).inc()
+
+    def passthrough(self, up: Upstream, reason: str) -> str:
+        """Count a request sent upstream as text, by reason; its mode label."""
+        self.metrics.passthrough.labels(up.name, reason).inc()
+        return "text"
+
+    def account(self, up: Upstream, enc: Encoded) -> None:
+        """Record one encode in ``/metrics``, while the upstream works on the request."""
+        asyncio.get_running_loop().call_soon(self._account, up, enc)
+
+    def _account(self, up: Upstream, enc: Encoded) -> None:
+        m = self.metrics
+        m.tokenize_seconds.labels(up.name).observe(enc.seconds)
+        m.tokens_reused.labels(up.name).inc(enc.reused_tokens)
+        m.chars_encoded.labels(up.name).inc(enc.encoded_chars)
+        m.prompt_tokens.labels(up.name).inc(len(enc.ids))
+        m.widenings.inc(enc.widenings)
+        m.full_fallbacks.inc(enc.full_fallback)
+        assert up.cache is not None
+        st = up.cache.stats
+        m.cache_entries.set(sum(u.cache.stats.entries for u in self.upstreams if u.cache))
+        m.cache_bytes.set(sum(u.cache.stats.nbytes for u in self.upstreams if u.cache))
+        totals = (
+            ("evictions", m.cache_evictions, st.evictions),
+            ("forks", m.cache_forks, st.forks),
+            ("shadow_checks", m.shadow_checks, st.shadow_checks),
+            ("shadow_mismatches", m.shadow_mismatches, st.shadow_mismatches),
+        )
+        for name, counter, value in totals:
+            # the cache keeps running totals; a Prometheus counter only takes increments
+            seen = self._seen.get((up.name, name), 0.0)
+            if value > seen:
+                counter.inc(value - seen)
+                self._seen[(up.name, name)] = value
+
+
+def session_pin(headers: list[tuple[bytes, bytes]], body: Mapping[str, Any]) -> str | None:
+    """The conversation a request belongs to, when the client names it: a session header,
+    else the body's ``prompt_cache_key`` (Codex, OpenAI SDK users). Other requests are
+    matched by longest shared prefix alone.
+
+    >>> session_pin([(b"x-claude-code-session-id", b"abc")], {}), session_pin([], {})
+    ('x-claude-code-session-id:abc', None)
+    >>> session_pin([], {"prompt_cache_key": "k1"})
+    'prompt_cache_key:k1'
+    """
+    for name in SESSION_HEADERS:
+        value = header(headers, name)
+        if value:
+            return f"{name}:{value}"
+    key = body.get("prompt_cache_key")
+    return f"prompt_cache_key:{key}" if isinstance(key, str) and key else None
