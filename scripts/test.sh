@@ -13,5 +13,7 @@ echo "== browser for the report test (Debian's chromium; playwright downloads no
 bash scripts/install_browser.sh
 echo "== nginx for the gateway-replica test (Debian's package)"
 bash scripts/install_nginx.sh
+echo "== coding agents for the agent tests (Claude Code, Codex from npm; cached after the first run)"
+bash scripts/install_agents.sh
 echo "== pytest"
 exec .venv/bin/pytest -p no:cacheprovider "$@"

@@ -23,6 +23,7 @@ import random
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -211,6 +212,29 @@ FIXED: list[tuple[str, dict[str, Any]]] = [
 ]
 
 
+NAMESPACE = {
+    "type": "namespace",
+    "name": "multi_agent_v1",
+    "description": "Tools for sub-agents.",
+    "tools": [
+        {"type": "function", "name": "spawn", "strict": False, "parameters": {"type": "object"}},
+        {"type": "function", "name": "close", "description": "Close one."},
+    ],
+}
+FIXED.append(
+    (
+        "namespace_flattened_web_search_dropped",
+        {"input": [USER], "tools": [TOOLS[0], NAMESPACE, {"type": "web_search"}]},
+    )
+)
+# what Codex 0.169.0 sent in a real session (tests/e2e/test_agents_standin.py records it):
+# developer and environment messages, exec_command and friends, a namespace, web_search
+RECORDED = Path(__file__).resolve().parents[1] / "data" / "agents" / "codex_bodies.jsonl"
+FIXED += [
+    (f"codex_recorded_{i}", json.loads(line))
+    for i, line in enumerate(RECORDED.read_text().splitlines())
+]
+
 CASES = FIXED + [(f"random_{s}", random_body(s)) for s in range(RANDOM_CASES)]
 
 
@@ -239,11 +263,18 @@ def respond(client: httpx.Client, model: str, body: dict[str, Any], **extra: Any
 
 
 def without_ids(value: Any) -> Any:
-    """Output items carry fresh random ids (msg_…, fc_…, call ids) in every response."""
+    """Output items carry fresh random ids (msg_…, fc_…, call ids) in every response.
+
+    Logprobs are kept to 3 decimals: a prompt longer than one prefill chunk (8,192 tokens
+    here) is computed in two chunks the first time and mostly from the prefix cache the
+    second, which moves them by ~1e-5.
+    """
     if isinstance(value, dict):
         return {k: without_ids(v) for k, v in value.items() if k not in ("id", "call_id")}
     if isinstance(value, list):
         return [without_ids(v) for v in value]
+    if isinstance(value, float):
+        return round(value, 3)
     return value
 
 

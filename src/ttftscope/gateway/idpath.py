@@ -70,13 +70,15 @@ async def encode_chat(
     *,
     pin: str | None,
     api: Api,
+    native: dict[str, Any] | None = None,
 ) -> Encoded:
     """The exact ids of the prompt ``inputs`` render on ``up``, checked against the
-    upstream's own rendering of ``chat_body`` when due."""
+    upstream's own rendering of ``chat_body`` (or of ``native``, the request in its own
+    API, where the upstream reports that) when due."""
     prompt = render(up, inputs)
     assert up.cache is not None
     enc = await up.cache.encode(prompt, pin)
     gw.account(up, enc)
-    if not await gw.verifier.agrees(up, chat_body, enc.ids, api):
+    if not await gw.verifier.agrees(up, chat_body, enc.ids, api, native):
         raise PassThrough("verify_mismatch", "the upstream's own rendering differs")
     return enc

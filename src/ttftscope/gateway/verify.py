@@ -6,7 +6,9 @@ same chat (for messages and responses: the chat body vLLM converts them to):
 ``/v1/chat/completions/render`` where the server offers it (vLLM with
 ``--enable-scale-out``), else ``/tokenize`` with ``messages`` and ``tools``. A
 difference is counted, logged with where the ids diverge, and that request goes upstream
-as text, so the client still gets the server's own answer.
+as text, so the client still gets the server's own answer. A Responses request is checked
+whole: vLLM's ``/v1/responses`` with ``enable_response_messages`` reports the ids of its own
+conversion and rendering.
 
 >>> first_difference([1, 2, 3], [1, 2, 4])
 2
@@ -71,12 +73,24 @@ class Verifier:
         return self._seen % self.every == 0
 
     async def agrees(
-        self, up: Upstream, body: Mapping[str, Any], ids: list[int], api: Api = "chat"
+        self,
+        up: Upstream,
+        body: Mapping[str, Any],
+        ids: list[int],
+        api: Api = "chat",
+        native: Mapping[str, Any] | None = None,
     ) -> bool:
-        """False only when the upstream's own ids for ``body`` differ from ``ids``."""
+        """False only when the upstream's own ids for ``body`` differ from ``ids``.
+
+        ``native`` is the request in its own API (responses): vLLM then reports the ids of
+        its own conversion and rendering, a stronger check than the chat body's.
+        """
         if not self.due(up.name, api, str(body.get("model"))):
             return True
-        theirs = await self._their_ids(up, body)
+        if api == "responses" and native is not None:
+            theirs = await _responses_ids(up, native)
+        else:
+            theirs = await self._their_ids(up, body)
         if theirs is None:
             return True  # nothing to compare with: not a mismatch
         self.metrics.verify_checks.labels(up.name).inc()
@@ -109,6 +123,22 @@ class Verifier:
             return None
         tokens = answer.get("tokens") if isinstance(answer, dict) else None
         return list(tokens) if status == 200 and _ints(tokens) else None
+
+
+async def _responses_ids(up: Upstream, body: Mapping[str, Any]) -> list[int] | None:
+    """The prompt ids vLLM's ``/v1/responses`` renders for ``body`` (``enable_response_messages``
+    returns them; one output token is generated, and the prefill warms the prefix cache for
+    the request itself)."""
+    query = {**body, "stream": False, "store": False, "max_output_tokens": 1}
+    query["enable_response_messages"] = True
+    try:
+        status, answer = await up.post_json("/responses", query)
+    except HopError:
+        return None
+    messages = answer.get("input_messages") if isinstance(answer, dict) else None
+    first = messages[0] if isinstance(messages, list) and messages else None
+    tokens = first.get("tokens") if isinstance(first, dict) else None
+    return list(tokens) if status == 200 and _ints(tokens) else None
 
 
 def _ints(value: object) -> TypeGuard[list[int]]:

@@ -38,6 +38,8 @@ _CALL_KEYS = frozenset({"type", "call_id", "name", "arguments", "id", "status"})
 _OUTPUT_KEYS = frozenset({"type", "call_id", "output", "id", "status"})
 _REASONING_KEYS = frozenset({"type", "id", "summary", "content", "encrypted_content", "status"})
 _OUTPUT_TEXT_KEYS = frozenset({"type", "text", "annotations", "logprobs"})
+# built-in tools vLLM never renders for the model (without a --tool-server)
+_DROPPED_TOOLS = frozenset({"web_search", "web_search_preview"})
 _TOOL_KEYS: Final[dict[str, type]] = {
     "name": str,
     "description": str,
@@ -330,12 +332,38 @@ def _reasoning_parts(parts: Any, kind: str) -> list[str]:
 
 
 def _tools(raw: Any) -> list[dict[str, Any]]:
-    """Function tools as chat tools (construct_tool_dicts → FunctionDefinition)."""
+    """Function tools as chat tools (construct_tool_dicts → FunctionDefinition), in request
+    order: a namespace's functions flattened to ``<namespace>__<name>``, web search dropped
+    (``tool_parsers/utils.py::get_function_tools``; no ``--tool-server`` assumed)."""
     if raw is None:
         return []
     if not isinstance(raw, list):
         raise PassThrough("invalid_request", "tools is not a list")
-    return [_tool(t) for t in raw]
+    out: list[dict[str, Any]] = []
+    for tool in raw:
+        kind = tool.get("type") if isinstance(tool, dict) else None
+        if kind == "namespace":
+            out += _namespace_tools(tool)
+        elif kind not in _DROPPED_TOOLS:
+            out.append(_tool(tool))
+    if raw and not out:  # vLLM would render an empty tool list: not reproduced
+        raise PassThrough("unsupported_item", "no function tool among the tools")
+    return out
+
+
+def _namespace_tools(tool: dict[str, Any]) -> list[dict[str, Any]]:
+    name, tools = tool.get("name"), tool.get("tools")
+    if not isinstance(name, str) or not isinstance(tools, list):
+        raise PassThrough("invalid_request", "a namespace tool needs a name and tools")
+    if extra := sorted(tool.keys() - {"type", "name", "description", "tools"}):
+        raise PassThrough("unsupported_item", f"namespace tool keys {extra}")
+    inner = [t for t in tools if not (isinstance(t, dict) and t.get("type") != "function")]
+    if len(inner) != len(tools):  # vLLM drops them; their validation is not reproduced
+        raise PassThrough("unsupported_item", f"a non-function tool in namespace {name!r}")
+    for t in inner:
+        if not isinstance(t.get("name"), str):
+            raise PassThrough("invalid_request", f"a tool of namespace {name!r} has no name")
+    return [_tool({**t, "name": f"{name}__{t['name']}"}) for t in inner]
 
 
 def _tool(tool: Any) -> dict[str, Any]:

@@ -14,7 +14,8 @@ from ttftscope.localserver.install import ensure_vllm_venv, venv_python
 from ttftscope.localserver.progress import Progress, run_with_progress, say_stderr
 
 MODEL_NAME = "ttftscope-tiny-cl100k"
-MODEL_BUILD_VERSION = "2"  # bump when the model or tokenizer recipe changes (2: tool template)
+# bump when the model or tokenizer recipe changes (2: tool template; 3: max_new_tokens 64)
+MODEL_BUILD_VERSION = "3"
 BPE_OPENAI = ("bpe-openai", "0.1.4", "data/cl100k_base.tiktoken.gz")
 
 

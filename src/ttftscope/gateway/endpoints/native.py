@@ -72,7 +72,7 @@ async def _with_ids(
     try:
         chat, inputs = convert(up, body)
         pin = session_pin(scope["headers"], body)
-        enc = await encode_chat(gw, up, chat, inputs, pin=pin, api=api)
+        enc = await encode_chat(gw, up, chat, inputs, pin=pin, api=api, native=body)
     except PassThrough as exc:
         return raw, gw.passthrough(up, exc.reason)
     return kv_ids_body(body, enc.ids_json), "ids"

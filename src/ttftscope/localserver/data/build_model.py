@@ -288,10 +288,14 @@ def build_model(out: Path) -> int:
     torch.manual_seed(0)
     model = tf.LlamaForCausalLM(config).to(torch.bfloat16)
     model.save_pretrained(str(out), safe_serialization=True)
+    # A default output cap, as real models ship one: the random weights never say EOS, and
+    # Codex sends no output limit, so without it one Codex turn would generate for hours.
+    # vLLM applies it only to requests that set no limit of their own.
     tf.GenerationConfig(
         bos_token_id=config.bos_token_id,
         eos_token_id=config.eos_token_id,
         pad_token_id=config.pad_token_id,
+        max_new_tokens=64,
     ).save_pretrained(str(out))
     return sum(p.numel() for p in model.parameters())
 
