@@ -16,7 +16,6 @@ server's default limit applies.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +35,7 @@ from tests.e2e.agents import (
     standin_session,
 )
 from tests.gateway.gatewayserver import GatewayServer
+from tests.gatewaymetrics import gateway_metric as metric_of
 from ttftscope.config.schema import GatewaySettings, UpstreamSettings
 from ttftscope.localserver.model import model_dir
 from ttftscope.localserver.state import LocalServer
@@ -78,13 +78,7 @@ def target(request: pytest.FixtureRequest, vllm: LocalServer) -> Target:
 
 def gateway_metric(gw: GatewayServer, name: str, **labels: str) -> float:
     """The sum of the gateway's ``name`` samples whose labels include ``labels``."""
-    text = httpx.get(f"http://127.0.0.1:{gw.port}/metrics", headers=_auth()).text
-    total = 0.0
-    for m in re.finditer(rf"^{name}(?:\{{(.*)\}})? (\S+)$", text, re.M):
-        have = dict(re.findall(r'(\w+)="([^"]*)"', m.group(1) or ""))
-        if labels.items() <= have.items():
-            total += float(m.group(2))
-    return total
+    return metric_of(gw.port, name, key=TEST_KEY, **labels)
 
 
 def vllm_requests(target: Target, handler: str) -> dict[str, float]:

@@ -19,6 +19,7 @@ import httpx
 import pytest
 
 from tests.gateway.gatewayserver import GatewayServer
+from tests.gatewaymetrics import gateway_metric
 from ttftscope.config.schema import GatewaySettings, UpstreamSettings
 from ttftscope.localserver.model import model_dir
 from ttftscope.localserver.state import LocalServer
@@ -116,13 +117,7 @@ def gateway(vllm: LocalServer) -> Iterator[GatewayServer]:
 
 
 def _metric(gw: GatewayServer, name: str, **labels: str) -> float:
-    text = httpx.get(f"http://127.0.0.1:{gw.port}/metrics").text
-    total = 0.0
-    for m in re.finditer(rf"^{name}(?:\{{(.*)\}})? (\S+)$", text, re.M):
-        have = dict(re.findall(r'(\w+)="([^"]*)"', m.group(1) or ""))
-        if labels.items() <= have.items():
-            total += float(m.group(2))
-    return total
+    return gateway_metric(gw.port, name, **labels)
 
 
 def _both(vllm: LocalServer, gw: GatewayServer, path: str, body: dict[str, Any]) -> list[Any]:

@@ -5,7 +5,6 @@ API's format, session pinning, the version gate and default verification."""
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ import pytest
 
 from tests.faultserver import FaultOptions, FaultServer
 from tests.gateway.gatewayserver import GatewayServer
+from tests.gatewaymetrics import gateway_metric
 from ttftscope.config.schema import GatewaySettings, UpstreamSettings
 from ttftscope.tokenization.chat import ChatRenderer
 from ttftscope.tokenization.loader import Tokenizer
@@ -52,14 +52,7 @@ def _post(gw: GatewayServer, path: str, body: Any, **kw: Any) -> httpx.Response:
 
 
 def _metric(gw: GatewayServer, name: str, **labels: str) -> float:
-    """The sum of ``name``'s samples whose labels include ``labels``."""
-    text = httpx.get(f"http://127.0.0.1:{gw.port}/metrics").text
-    total = 0.0
-    for m in re.finditer(rf"^{name}(?:\{{(.*)\}})? (\S+)$", text, re.M):
-        have = dict(re.findall(r'(\w+)="([^"]*)"', m.group(1) or ""))
-        if labels.items() <= have.items():
-            total += float(m.group(2))
-    return total
+    return gateway_metric(gw.port, name, **labels)
 
 
 def test_messages_go_upstream_with_exact_ids_streamed_or_not(
@@ -174,3 +167,56 @@ def test_the_first_requests_of_each_api_are_verified_by_default(
         asked = [r.path for r in mine if r.path.endswith(("/render", "/tokenize"))]
         # the fault server offers neither, so each of the first three asks both once
         assert len(asked) == 6
+
+
+def test_a_compacted_history_costs_one_encode_never_a_wrong_id(
+    upstream: FaultServer, qwen2_dir: Path, qwen2: Tokenizer
+) -> None:
+    long_history = [
+        *FIRST,
+        {"role": "assistant", "content": [{"type": "text", "text": "Reading. " * 200}]},
+        {"role": "user", "content": "and the tests"},
+    ]
+    compacted = [{"role": "user", "content": "Summary of the work so far: fixed calc.py."}]
+    headers = {"x-claude-code-session-id": "s1"}
+    with GatewayServer(_settings(upstream, qwen2_dir, verify_first=0)) as gw:
+        for messages, as_chat in (
+            (long_history, [*AS_CHAT, {"role": "assistant", "content": "Reading. " * 200},
+                            {"role": "user", "content": "and the tests"}]),
+            (compacted, [AS_CHAT[0], {"role": "user", "content": compacted[0]["content"]}]),
+        ):  # fmt: skip
+            resp = _post(gw, "/messages", {**ANTHROPIC, "messages": messages}, headers=headers)
+            assert resp.status_code == 200
+            want = qwen2.encode(ChatRenderer(qwen2).render(as_chat))
+            assert upstream.last_request.json()["kv_transfer_params"]["prompt_token_ids"] == want
+
+
+def test_responses_go_upstream_with_exact_ids_and_stateful_ones_as_text(
+    upstream: FaultServer, qwen2_dir: Path, qwen2: Tokenizer
+) -> None:
+    body = {
+        "model": MODEL,
+        "instructions": SYSTEM,
+        "input": [
+            {
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_text", "text": "fix the bug"}],
+            }
+        ],
+        "store": False,
+        "stream": True,
+        "prompt_cache_key": "codex-1",
+    }
+    want = qwen2.encode(ChatRenderer(qwen2).render(AS_CHAT))
+    with GatewayServer(_settings(upstream, qwen2_dir, verify_first=0)) as gw:
+        resp = _post(gw, "/responses", body)
+        assert resp.status_code == 200 and "output_text.delta" in resp.text
+        sent = upstream.last_request
+        assert sent.path == "/normal/v1/responses"
+        assert sent.json()["kv_transfer_params"] == {"prompt_token_ids": want}
+        stateful = _post(gw, "/responses", {**body, "previous_response_id": "resp_1"})
+        assert stateful.status_code == 200
+        assert "kv_transfer_params" not in upstream.last_request.json()
+        assert _metric(gw, "ttftscope_gateway_passthrough_total", reason="stateful") == 1
+        assert _metric(gw, "ttftscope_gateway_requests_total", route="responses", mode="ids") == 1
