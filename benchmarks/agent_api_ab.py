@@ -42,6 +42,7 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gateway_ab import gateway_process, ratio_ci
 
+from ttftscope.bench.traces import SYSTEM_PROMPT_TOKENS, TRACE_APPENDS
 from ttftscope.gateway.forward import token_event
 from ttftscope.gateway.vllm_chat import prepare_chat
 from ttftscope.gateway.vllm_messages import messages_to_chat
@@ -53,10 +54,9 @@ from ttftscope.tokenization.chat import ChatRenderer
 from ttftscope.tokenization.loader import Tokenizer, load_tokenizer
 
 VARIANTS = ("text", "ids", "gateway")
-# the public Claude Code traces (642 conversations, 48,658 requests)
-APPEND_MEDIAN, APPEND_P90, APPEND_P99 = 655, 3541, 16439
-SYSTEM_TOKENS, TOOLS_TOKENS, TOOL_COUNT = 2800, 12000, 14
-_SIGMA = math.log(APPEND_P90 / APPEND_MEDIAN) / 1.2816  # lognormal through median and p90
+# the public Claude Code traces, as the bench's default workload takes them
+SYSTEM_TOKENS, TOOLS_TOKENS, TOOL_COUNT = SYSTEM_PROMPT_TOKENS, 12000, 14
+APPEND_MEAN = round(TRACE_APPENDS.median * math.exp(TRACE_APPENDS.sigma**2 / 2))  # ~1,550
 
 
 def append_tokens(rng: random.Random) -> int:
@@ -65,7 +65,7 @@ def append_tokens(rng: random.Random) -> int:
     >>> sorted(append_tokens(random.Random(s)) for s in range(5))[2] > 0
     True
     """
-    return max(16, min(APPEND_P99, round(rng.lognormvariate(math.log(APPEND_MEDIAN), _SIGMA))))
+    return TRACE_APPENDS.size(rng.gauss(0.0, 1.0))
 
 
 class Shape:
@@ -97,13 +97,16 @@ class Shape:
 class Conversation:
     """One agent conversation of ``api``, grown to ``tokens`` with tool calls and results."""
 
-    def __init__(self, api: str, shape: Shape, tokens: int, seed: int) -> None:
+    def __init__(self, api: str, shape: Shape, tokens: int, seed: int, rounds: int) -> None:
         self.api, self.shape, self.seed = api, shape, seed
         self.rng = random.Random(seed)
         self.system = f"You are a coding agent. Session {seed}.\n" + shape.text(SYSTEM_TOKENS, seed)
         self.tools = shape.tools()
         self.steps: list[tuple[str, str]] = []  # (call id, result text)
-        body_tokens = max(0, tokens - SYSTEM_TOKENS - TOOLS_TOKENS)
+        # the run appends ~rounds * APPEND_MEAN: start below the size by half of that, so
+        # the measured requests sit around it
+        grown = (rounds + 1) * APPEND_MEAN // 2
+        body_tokens = max(0, tokens - SYSTEM_TOKENS - TOOLS_TOKENS - grown)
         while sum(shape.count(r) for _, r in self.steps) < body_tokens:
             self.steps.append(
                 (f"call_{len(self.steps)}", shape.text(3000, seed * 1000 + len(self.steps)))
@@ -203,7 +206,10 @@ async def size_run(
 ) -> dict[str, Any]:  # fmt: skip
     renderer = ChatRenderer(tok)
     shape = Shape(tok)
-    convs = [Conversation(api, shape, tokens, seed=tokens + c) for c in range(conversations)]
+    convs = [
+        Conversation(api, shape, tokens, seed=tokens + c, rounds=rounds)
+        for c in range(conversations)
+    ]
     path = "/messages" if api == "messages" else "/responses"
     times: dict[str, list[float]] = {v: [] for v in VARIANTS}
     sizes: list[int] = []

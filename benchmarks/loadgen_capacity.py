@@ -40,6 +40,7 @@ from trivial_upstream import started
 
 from ttftscope.bench.options import BenchOptions, ContextSizes, TargetSpec
 from ttftscope.bench.runner import run_bench
+from ttftscope.bench.traces import AppendShape
 from ttftscope.client.endpoint import Endpoint
 from ttftscope.localserver.install import vllm_home
 from ttftscope.localserver.model import model_dir
@@ -108,7 +109,9 @@ def capacity(requests: int, concurrency: int, rounds: int, tmp: Path) -> dict[st
         num_prompts=requests,
         think_time_s=0.0,
         num_warmups=0,
-        turn_median_chars=64,  # tiny turns, as vllm bench's 16 random tokens
+        appends=AppendShape(16, 16, 16),  # tiny turns, as vllm bench's 16 random tokens
+        compaction_share=0.0,
+        max_tokens=4,  # as vllm bench's --random-output-len 4
         targets=(TargetSpec("direct"),),
     )
     theirs_args = [

@@ -26,8 +26,9 @@ M = TypeVar("M", bound=BaseModel)
 
 Phase = Literal["warmup", "cold", "warm"]
 # chat: chat text to /v1/chat/completions; text / ids: the A/B pair on /v1/completions;
-# direct / gateway: chat straight to the server and through the token-id gateway
-Variant = Literal["chat", "text", "ids", "direct", "gateway"]
+# direct / gateway: chat straight to the server and through the token-id gateway;
+# messages / responses: the Anthropic Messages and OpenAI Responses APIs (bench --api)
+Variant = Literal["chat", "text", "ids", "direct", "gateway", "messages", "responses"]
 
 
 class ProbeRecord(BaseModel):

@@ -55,3 +55,26 @@ def test_concurrent_requests_each_get_their_own_chunk_times() -> None:
         # the last content chunk leaves the server (n - 1) delays after the first one
         # (less a little: timers may fire a clock tick early)
         assert stamps[-1] - start >= (result.content_events - 1) * delay_s * 0.9e9
+
+
+def test_a_chunk_carries_content_by_its_api_rules() -> None:
+    start = b'data: {"type":"message_start","message":{"content":[],"usage":{}}}\n\n'
+    block = b'data: {"type":"content_block_start","content_block":{"type":"text","text":""}}\n\n'
+    delta = b'data: {"type":"content_block_delta","delta":{"type":"text_delta","text":"Hi"}}\n\n'
+    args = b'data: {"type":"content_block_delta","delta":{"partial_json":"{\\"a\\""}}\n\n'
+    assert [carries_content(c, "messages") for c in (start, block, delta, args)] == [
+        False,
+        False,
+        True,
+        True,
+    ]
+    added = b'data: {"type":"response.content_part.added","part":{"text":""}}\n\n'
+    text = b'data: {"type":"response.output_text.delta","delta":"Hi"}\n\n'
+    done = b'data: {"type":"response.output_text.done","text":"Hi"}\n\n'
+    completed = b'data: {"type":"response.completed","response":{"output":[{"text":"Hi"}]}}\n\n'
+    assert [carries_content(c, "responses") for c in (added, text, done, completed)] == [
+        False,
+        True,
+        False,
+        False,
+    ]

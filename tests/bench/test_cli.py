@@ -141,3 +141,16 @@ def test_on_a_terminal_a_live_bar_shows_ttft_counts_and_fits_80_columns(tmp_path
     assert all(len(f) <= 80 for f in frames if not f.startswith(paths)), max(frames, key=len)
     assert any(re.search(r"p50 \d+ms p99 \d+ms ok \d+ fail 0", f) for f in frames)
     assert any(f.strip().startswith("direct") and " 24 " in f for f in frames)
+
+
+def test_api_flag_picks_the_api_and_the_summary_names_it(isolated: Path) -> None:
+    with FaultServer() as srv:
+        args = ["--base-url", srv.base_url(), *QUICK, "--sessions", "1", "--num-prompts", "2"]
+        result = CliRunner().invoke(
+            bench, [*args, "--api", "responses", "--json", "--result-dir", "out"], obj=CliState()
+        )
+        paths = {r.path for r in srv.requests if r.method == "POST"}
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["api"] == "responses" and paths == {"/normal/v1/responses"}
+    bad = CliRunner().invoke(bench, ["--api", "completions"], obj=CliState())
+    assert bad.exit_code == 2 and "'completions' is not one of" in bad.output

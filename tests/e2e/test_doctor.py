@@ -198,6 +198,7 @@ def _bench(server: LocalServer, out: Path, targets: tuple[TargetSpec, ...], sess
         targets=targets,
         duration_s=120,
         num_warmups=0,
+        max_tokens=8,  # short answers: the bench's own default is the traces' 216
     )
     asyncio.run(run_bench(ep, opts, result_dir=out))
     return out

@@ -19,9 +19,10 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from ttftscope.bench.bodies import BodyDefaults
 from ttftscope.bench.pacing import Pacer, Slots, sleep_until
 from ttftscope.bench.request import Attempt, Sent, send
-from ttftscope.bench.sessions import BodyDefaults, Conversation
+from ttftscope.bench.sessions import Conversation
 from ttftscope.bench.targets import Target
 from ttftscope.bench.transport import StreamClient
 from ttftscope.bench.workload import TurnPlan
@@ -181,6 +182,7 @@ class Driver:
                 phase,
                 conv.plan.context_tokens,
                 attempt,
+                api=self.cfg.defaults.api,
             )
             async with self.slots.hold() as waited_ms:
                 waiting = self.waiting(target.name)

@@ -18,14 +18,18 @@ from typing import Literal
 
 import orjson
 
+from ttftscope.bench.traces import COMPACTION_SHARE, TRACE_APPENDS, AppendShape
+from ttftscope.client.apis import APIS, Api
+from ttftscope.client.apis import parse_api as _parse_api
 from ttftscope.config.checks import check_base_url
 from ttftscope.errors import ConfigError
 
 # Larger than any model's context today; a bound, so a typo cannot build gigabytes of text.
 MAX_CONTEXT_TOKENS = 10_000_000
-# Keys the workload owns: an --extra-body that set them would replace the prompt or the
-# streaming the measurement depends on.
-RESERVED_BODY_KEYS = frozenset({"messages", "prompt", "stream", "stream_options"})
+# Keys the workload owns: an --extra-body that set them would replace the prompt (of any
+# API: chat's and Anthropic's messages, Responses' input) or the streaming the measurement
+# depends on.
+RESERVED_BODY_KEYS = frozenset({"messages", "prompt", "input", "stream", "stream_options"})
 DEFAULT_NUM_PROMPTS = 100
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,31}")
 _INT = re.compile(r"\d[\d_]*")
@@ -74,6 +78,7 @@ class ContextSizes:
         return ",".join(str(v) for v in self.values)
 
 
+# Where sessions start; the traces' median request (104,644 tokens) is near its midpoint.
 DEFAULT_CONTEXT = ContextSizes("range", (86_000, 123_000))
 
 
@@ -101,14 +106,16 @@ class BenchOptions:
     """
 
     sessions: int = 8
+    api: Api | None = None  # None: chat, or a replay file's own API
     context_tokens: ContextSizes = DEFAULT_CONTEXT
     scale: float = 1.0
     think_time_s: float = 0.1
     shared_system_prompt: bool = False
     replay: Path | None = None
     seed: int = 0
-    turn_median_chars: int = 1400
-    max_tokens: int | None = None  # None: the endpoint's model.max_tokens
+    appends: AppendShape = TRACE_APPENDS  # tokens each turn appends (before --scale)
+    compaction_share: float = COMPACTION_SHARE
+    max_tokens: int | None = None  # None: the traces' median output (replay: model.max_tokens)
     max_concurrency: int | None = None
     request_rate: float = math.inf
     num_prompts: int | None = None  # None: 100 synthetic requests, or the whole replay file
@@ -160,7 +167,9 @@ class BenchOptions:
             self.scale,
             self.shared_system_prompt,
             replay_digest,
-            self.turn_median_chars,
+            self.api,
+            self.appends,
+            self.compaction_share,
             self.num_prompts,
             tuple(t.name for t in self.targets),
         )
@@ -286,10 +295,25 @@ def parse_extra_body(text: str) -> dict[str, object]:
     if taken:
         raise ConfigError(
             f"--extra-body sets {', '.join(taken)}, which the workload owns",
-            hint="leave out messages, prompt, stream and stream_options; use --replay to "
-            "send your own conversations",
+            hint="leave out messages, prompt, input, stream and stream_options; use --replay "
+            "to send your own conversations",
         )
     return body
+
+
+def parse_api(text: str) -> Api:
+    """``--api``: ``chat``, ``messages`` (Anthropic, as Claude Code) or ``responses`` (Codex).
+
+    >>> parse_api("responses")
+    'responses'
+    """
+    try:
+        return _parse_api(text)
+    except ValueError:
+        raise ConfigError(
+            f"--api {text!r} is not one of {', '.join(APIS)}",
+            hint="for example --api messages (Claude Code's API) or --api responses (Codex's)",
+        ) from None
 
 
 def parse_target(text: str) -> TargetSpec:

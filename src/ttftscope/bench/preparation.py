@@ -1,9 +1,11 @@
-"""Before a bench sends anything measured: the model, the workload and its fit, the contexts.
+"""Before a bench sends anything measured: the model, the API, the workload and its fit.
 
 Sizes are checked against the server's ``max_model_len`` before any context is built (a
 100K-token context costs seconds to build and a minute to prefill on a CPU). Contexts are
 counted in tokens by the local tokenizer when one is configured, else by the server's
-``/tokenize``, as the probe does.
+``/tokenize``, as the probe does. The API is ``--api``'s, or a replay file's own (chat when
+neither says). Answers are as long as the traces' median output (``--max-tokens``
+otherwise); a replayed body keeps its own limit, or gets ``model.max_tokens``.
 """
 
 from __future__ import annotations
@@ -13,16 +15,17 @@ from dataclasses import dataclass
 
 import httpx
 
+from ttftscope.bench.bodies import BodyDefaults
 from ttftscope.bench.options import BenchOptions
 from ttftscope.bench.replay import read_replay, replay_sessions
 from ttftscope.bench.sessions import (
-    BodyDefaults,
     ContextRecipe,
     Conversation,
     TokenCounter,
     build_sessions,
 )
 from ttftscope.bench.targets import Target
+from ttftscope.bench.traces import OUTPUT_MEDIAN_TOKENS
 from ttftscope.bench.workload import (
     SessionPlan,
     plan_workload,
@@ -30,6 +33,7 @@ from ttftscope.bench.workload import (
     shard_plan,
     shared_prefix_tokens,
 )
+from ttftscope.client.apis import Api
 from ttftscope.client.endpoint import Endpoint
 from ttftscope.errors import ConfigError
 
@@ -44,6 +48,11 @@ class Prepared:
     model: str
     defaults: BodyDefaults
     conversations: Sequence[Conversation]
+
+    @property
+    def api(self) -> Api:
+        """The API every request of the run speaks."""
+        return self.defaults.api
 
 
 def check_fits(
@@ -100,20 +109,17 @@ async def prepare(
     """
     if not ep.model:
         ep.model = await ep.discover_model(client)
-    max_tokens = opts.max_tokens or ep.max_tokens
-    defaults = BodyDefaults(
-        ep.model, max_tokens, ep.temperature, opts.max_tokens is not None, opts.extra_body
-    )
-    conversations: list[Conversation]
     if opts.replay is not None:
-        log = read_replay(opts.replay, opts.num_prompts)
+        log = read_replay(opts.replay, opts.num_prompts, opts.api)
+        defaults = _defaults(ep, opts, ep.max_tokens, log.api)
         key, total = opts.workload_key(log.digest), log.requests
         mine = replay_sessions(log, opts, len(targets))
-        conversations = [s for s in mine if opts.shard.includes(s.plan.session)]
+        conversations: list[Conversation] = [s for s in mine if opts.shard.includes(s.plan.session)]
     else:
+        defaults = _defaults(ep, opts, OUTPUT_MEDIAN_TOKENS, opts.api or "chat")
         plans = plan_workload(opts, len(targets))
         key, total = opts.workload_key(), sum(len(p.turns) for p in plans)
-        check_fits(plans, await ep.max_model_len(client), max_tokens, ep.model)
+        check_fits(plans, await ep.max_model_len(client), defaults.max_tokens, ep.model)
         shared = shared_prefix_tokens(plans) if opts.shared_system_prompt else None
         recipe = ContextRecipe(opts.seed, key, shared)
         counter = _counter(ep, client, count_tokens)
@@ -122,3 +128,18 @@ async def prepare(
         )
     run_id = opts.run_id or f"bench-{key}"
     return Prepared(run_id, key, total, ep.model, defaults, conversations)
+
+
+def _defaults(ep: Endpoint, opts: BenchOptions, max_tokens: int, api: Api) -> BodyDefaults:
+    """Every body's model, limit (``--max-tokens`` over ``max_tokens``), sampling, API.
+
+    >>> ep = Endpoint("http://h/v1", "http://h/metrics", model="m")
+    >>> d = _defaults(ep, BenchOptions(max_tokens=8), 216, "messages")
+    >>> d.max_tokens, d.force_max_tokens, d.api
+    (8, True, 'messages')
+    >>> _defaults(ep, BenchOptions(), 216, "chat").max_tokens
+    216
+    """
+    forced = opts.max_tokens is not None
+    limit = opts.max_tokens if opts.max_tokens is not None else max_tokens
+    return BodyDefaults(ep.model or "", limit, ep.temperature, forced, opts.extra_body, api)

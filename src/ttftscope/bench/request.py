@@ -1,5 +1,9 @@
 """One bench request: serialize, stream (timed in phases and per content chunk), record.
 
+A request speaks the run's API (chat, Anthropic Messages or OpenAI Responses): it is posted
+to that API's path and its stream read by that API's rules; the record's ``variant`` names
+the API, and its ``prompt_tokens``/``completion_tokens`` are the server's usage in any API.
+
 The record is the probe's (:func:`ttftscope.probe.decompose.client_record`) plus what a
 load test adds: target, session, turn, shard, attempt, the wait for a concurrency slot,
 end-to-end latency, time per output token and inter-token gaps. TTFT counts from the start
@@ -23,17 +27,25 @@ from ttftscope.bench.chunks import gaps_ms
 from ttftscope.bench.targets import Target
 from ttftscope.bench.transport import StreamClient
 from ttftscope.bench.workload import TurnPlan
+from ttftscope.client.apis import API_PATHS, Api
 from ttftscope.client.stream import StreamResult
 from ttftscope.probe.decompose import RequestIdentity, client_record
 from ttftscope.records import Phase, ProbeRecord
 
 
-def encode_stream_body(body: Mapping[str, object]) -> bytes:
-    """The request bytes: ``body`` with streaming and usage reporting switched on.
+def encode_stream_body(body: Mapping[str, object], api: Api = "chat") -> bytes:
+    """The request bytes: ``body`` with streaming (and, on chat, usage reporting) switched on.
+
+    Anthropic's and the Responses API's streams always carry usage, and have no
+    ``stream_options``.
 
     >>> encode_stream_body({"model": "m", "messages": []})
     b'{"model":"m","messages":[],"stream":true,"stream_options":{"include_usage":true}}'
+    >>> encode_stream_body({"model": "m", "input": "hi"}, "responses")
+    b'{"model":"m","input":"hi","stream":true}'
     """
+    if api != "chat":
+        return orjson.dumps({**body, "stream": True})
     opts = body.get("stream_options")
     extra = dict(opts) if isinstance(opts, Mapping) else {}
     full = {**body, "stream": True, "stream_options": {**extra, "include_usage": True}}
@@ -69,6 +81,7 @@ class Attempt:
     phase: Phase
     context_tokens: int
     attempt: int = 1
+    api: Api = "chat"
 
 
 @dataclass(frozen=True)
@@ -100,7 +113,7 @@ def bench_record(
     >>> rec.client_ttft_ms, rec.e2el_ms, rec.tpot_ms, rec.itl_mean_ms, gaps
     (11.0, 31.0, 10.0, 9.0, [8.0, 10.0])
     """
-    ident = RequestIdentity(who.run_id, who.turn.index, "chat", who.phase, who.context_tokens)
+    ident = RequestIdentity(who.run_id, who.turn.index, who.api, who.phase, who.context_tokens)
     rec = client_record(result, ident, tokenize_ms=None)
     rec.serialize_ms = serialize_ms  # the body was serialized here, not by the stream code
     wire, last = result.phases.first_content_ms, result.phases.last_byte_ms
@@ -125,7 +138,8 @@ async def send(
     *,
     timeout_s: float,
 ) -> Sent:
-    """Send one streaming chat request and build its record; never raises for faults.
+    """Send one streaming request of ``who.api`` and build its record; never raises for
+    faults.
 
     >>> body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
     >>> sent = await send(client, who, body, timeout_s=60)  # doctest: +SKIP
@@ -133,14 +147,15 @@ async def send(
     (True, 41.7)
     """
     t = time.perf_counter_ns()
-    content = encode_stream_body(body)
+    content = encode_stream_body(body, who.api)
     serialize_ms = (time.perf_counter_ns() - t) / 1e6
     result, stamps = await client.stream(
-        who.target.base_url.rstrip("/") + "/chat/completions",
+        who.target.base_url.rstrip("/") + API_PATHS[who.api],
         content,
         api_key=who.target.api_key,
         timeout_s=timeout_s,
         headers=who.target.headers,
+        api=who.api,
     )
     rec, gaps = bench_record(result, who, serialize_ms, stamps)
     return Sent(rec, gaps, result)

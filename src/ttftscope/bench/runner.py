@@ -157,7 +157,8 @@ class _Bench:
             for i, target in enumerate(self.targets):
                 index = -(1 + (self.opts.shard.index - 1) * w * n + k * n + i)
                 turn = TurnPlan(-1, k, index, 0, 0.0, i)
-                who = Attempt(prep.run_id, str(self.opts.shard), target, turn, "warmup", 0)
+                shard = str(self.opts.shard)
+                who = Attempt(prep.run_id, shard, target, turn, "warmup", 0, api=prep.api)
                 body = warmup_body(prep.defaults, self.opts.seed, k)
                 sent = await send(client, who, body, timeout_s=self.ep.timeout_s)
                 sent.record.session = sent.record.turn = None
@@ -256,7 +257,7 @@ def header_of(
 ) -> dict[str, Any]:
     """The summary's identity and options part (what makes shards mergeable).
 
-    >>> from ttftscope.bench.sessions import BodyDefaults
+    >>> from ttftscope.bench.bodies import BodyDefaults
     >>> prep = Prepared("bench-k", "k", 0, "m", BodyDefaults("m", 4, 0.0), [])
     >>> header_of(BenchOptions(), prep, [], ResultFiles.in_dir(Path("r"), Shard()))["shard"]
     '1/1'
@@ -270,6 +271,8 @@ def header_of(
         "shard_index": opts.shard.index,
         "shard_count": opts.shard.count,
         "workload": "replay" if opts.replay is not None else "synthetic",
+        "api": prep.api,
+        "max_tokens": prep.defaults.max_tokens,
         "workload_key": prep.workload_key,
         "workload_requests": prep.workload_requests,
         "num_prompts": sum(len(c.plan.turns) for c in prep.conversations),

@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from ttftscope.bench.servers import ServerParts, combined_keys, parts_by_source, pword
+from ttftscope.client.apis import Api
 from ttftscope.errors import FailureKind
 from ttftscope.records import ProbeRecord, failure_tally
 from ttftscope.stats import percentile
@@ -229,6 +230,7 @@ class BenchSummary(_Figures):
     seed: int
     shard: str
     model: str
+    api: Api = "chat"  # the API every request spoke (summaries before --api: chat)
     duration: float
     warmups: int
     contamination_advice: str | None

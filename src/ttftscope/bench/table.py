@@ -1,7 +1,8 @@
 """The bench's terminal table: one row per target, fitting an 80-column terminal.
 
-completed, failed, requests per second, TTFT p50 and p99, TPOT p50 (ms) and the peak of
-the waiting queue of the server behind the target. The summary JSON holds every figure.
+The title names the run, the model and the API the requests spoke; the rows: completed,
+failed, requests per second, TTFT p50 and p99, TPOT p50 (ms) and the peak of the waiting
+queue of the server behind the target. The summary JSON holds every figure.
 """
 
 from __future__ import annotations
@@ -37,14 +38,19 @@ def _cell(key: str, value: object) -> str:
     return f"{value:g}"
 
 
+def _api(api: object) -> str:
+    return f"{api} API" if api else ""
+
+
 def bench_table(summary: Mapping[str, Any]) -> Table:
     """Per target: counts, throughput, TTFT p50/p99, TPOT p50 and the queue's peak.
 
-    >>> t = bench_table({"targets": {"direct": {"completed": 3}}, "model": "m"})
-    >>> t.row_count, len(t.columns)
-    (1, 8)
+    >>> t = bench_table({"targets": {"direct": {"completed": 3}}, "model": "m", "api": "messages"})
+    >>> t.row_count, len(t.columns), str(t.title)
+    (1, 8, 'bench m · messages API')
     """
-    title = f"bench {summary.get('run_id', '')} · {summary.get('model', '')}".strip(" ·")
+    parts = (summary.get("run_id", ""), summary.get("model", ""), _api(summary.get("api")))
+    title = ("bench " + " · ".join(str(p) for p in parts if p)).strip()
     table = Table(title=escape(title), box=box.SIMPLE_HEAD, title_justify="left")
     table.add_column("target", no_wrap=True, max_width=14, overflow="ellipsis")
     for header, _key in _COLUMNS:

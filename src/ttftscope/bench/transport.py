@@ -26,6 +26,7 @@ import aiohttp
 import httpx
 
 from ttftscope.bench.chunks import carries_content
+from ttftscope.client.apis import Api, api_headers
 from ttftscope.client.classify import classify_exception, classify_status, not_an_api
 from ttftscope.client.events import fold_chunk, fold_end
 from ttftscope.client.sse import SSEDecoder
@@ -98,17 +99,20 @@ class StreamClient:
         api_key: str | None,
         timeout_s: float,
         headers: Mapping[str, str] | None = None,
+        api: Api = "chat",
     ) -> tuple[StreamResult, list[int]]:
-        """POST ``content`` (a streaming request) and time it; never raises for faults.
+        """POST ``content`` (a streaming request of ``api``) and time it; never raises for
+        faults.
 
         Returns the result, as :func:`~ttftscope.client.stream.stream_completion` would
-        give it, and the arrival times of the chunks that carried content.
-        ``timeout_s`` bounds connecting and each gap between reads.
+        give it, and the arrival times of the chunks that carried content. The stream's
+        events are read by ``api``'s rules. ``timeout_s`` bounds connecting and each gap
+        between reads.
         """
         assert self._session is not None, "use StreamClient in `async with`"
-        run = StreamRun(
-            url=url, secrets=[api_key, *header_secrets(headers)], request_bytes=len(content)
-        )
+        secrets = [api_key, *header_secrets(headers)]
+        run = StreamRun(url=url, api=api, secrets=secrets, request_bytes=len(content))
+        sent_headers = request_headers(api_key, {**api_headers(api, api_key), **(headers or {})})
         stamps: list[int] = []
         limits = aiohttp.ClientTimeout(total=None, sock_connect=timeout_s, sock_read=timeout_s)
         run.start()
@@ -116,7 +120,7 @@ class StreamClient:
             resp = await self._session.post(
                 url,
                 data=content,
-                headers=request_headers(api_key, headers),
+                headers=sent_headers,
                 timeout=limits,
                 allow_redirects=False,
             )
@@ -154,7 +158,7 @@ async def _read(resp: aiohttp.ClientResponse, run: StreamRun, stamps: list[int])
     else:
         decoder = SSEDecoder()
         async for chunk in resp.content.iter_any():
-            if carries_content(chunk):
+            if carries_content(chunk, run.api):
                 stamps.append(time.perf_counter_ns())
             if chunk and not fold_chunk(decoder, chunk, run):
                 return

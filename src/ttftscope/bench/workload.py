@@ -1,14 +1,18 @@
-"""The seeded plan of a bench workload: sessions, their context sizes, turns and shards.
+"""The seeded plan of a bench workload: sessions, their sizes, turns, compactions and shards.
 
 A plan holds no text, only sizes and identities, so every shard computes the whole plan
 cheaply and keeps its slice. Requests are numbered turn-major (turn 0 of every session,
 then turn 1, …): ``--num-prompts`` then gives each session an even share of turns, and a
 request's number is its place in the whole workload, the same in every shard.
 
-Turn sizes follow a log-normal distribution with the median ``turn_median_chars`` (~1.4K
-characters: tool output, file contents, diffs, short user text) and a long tail; think
-times are exponential around ``--think-time-s``. Targets alternate per request, so each
-session's turns go to every target in turn and cold first turns are dealt evenly.
+The default plan follows the public Claude Code traces (:mod:`.traces`): a session starts
+from its ``--context-tokens`` context, of which the tools block (shared by all sessions)
+and the system prompt take the traces' sizes and the files the session has read the rest;
+each turn appends a log-normal number of tokens through the traces' median and p90, capped
+at their p99; about 1 turn in 100 compacts (the history is replaced by a short summary, then
+grows again); think times are exponential around ``--think-time-s``. ``--scale`` shrinks
+every size. Targets alternate per request, so each session's turns go to every target in
+turn and cold first turns are dealt evenly.
 """
 
 from __future__ import annotations
@@ -19,17 +23,25 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ttftscope.bench.options import BenchOptions, ContextSizes, Shard
+from ttftscope.bench.traces import (
+    COMPACTION_SUMMARY_TOKENS,
+    SYSTEM_PROMPT_TOKENS,
+    TOOLS_TOKENS,
+    AppendShape,
+)
 
-TURN_SIGMA = 1.0  # log-normal spread: p90 ≈ 3.6x the median, p99 ≈ 10x
-TURN_MIN_CHARS, TURN_MAX_CHARS = 64, 32_768
+# Agent text (code, diffs, shell output) is ~2.7-3 characters a token on BPE vocabularies
+# (2.75 on cl100k, measured): turn sizes planned in tokens are written as this many chars.
+CHARS_PER_TOKEN = 2.8
+TURN_MIN_CHARS = 64  # a scaled-down append is still a turn of its own
 
 
 @dataclass(frozen=True)
 class TurnPlan:
     """One request of the workload: which session and turn, how big, where it goes.
 
-    >>> TurnPlan(session=1, turn=0, index=1, chars=1400, think_s=0.0, target=1).index
-    1
+    >>> TurnPlan(session=1, turn=0, index=1, chars=1400, think_s=0.0, target=1).compact
+    False
     """
 
     session: int
@@ -38,15 +50,26 @@ class TurnPlan:
     chars: int  # size of the appended turn (synthetic workloads)
     think_s: float  # pause before this turn is sent (not before a session's first)
     target: int  # position in the run's target list
+    compact: bool = False  # the history before this turn is replaced by a summary
 
 
 @dataclass(frozen=True)
 class SessionPlan:
-    """One agent session: its context size in tokens and its turns, in order."""
+    """One agent session: its context size in tokens (tools and system prompt included),
+    its turns in order, and the sizes of its tools block, system prompt and compaction
+    summary (all scaled)."""
 
     session: int
     context_tokens: int
     turns: tuple[TurnPlan, ...]
+    tools_tokens: int = 0
+    system_tokens: int = 0
+    summary_tokens: int = 0
+
+    @property
+    def files_tokens(self) -> int:
+        """The part of the context that is the session's own files (read before turn 0)."""
+        return max(0, self.context_tokens - self.tools_tokens - self.system_tokens)
 
 
 def _rng(seed: int, *parts: object) -> random.Random:
@@ -81,14 +104,33 @@ def context_sizes(sizes: ContextSizes, sessions: int, seed: int) -> list[int]:
     return deck
 
 
-def turn_chars(seed: int, session: int, turn: int, median: int) -> int:
-    """The size of one turn in characters: log-normal around ``median``, bounded.
+def append_tokens(seed: int, session: int, turn: int, shape: AppendShape) -> int:
+    """How many tokens one turn appends, unscaled: a seeded draw from ``shape``.
 
-    >>> turn_chars(0, 1, 2, 1400) == turn_chars(0, 1, 2, 1400)
+    >>> from ttftscope.bench.traces import TRACE_APPENDS
+    >>> append_tokens(0, 1, 2, TRACE_APPENDS) == append_tokens(0, 1, 2, TRACE_APPENDS)
     True
     """
-    draw = _rng(seed, "turn", session, turn).gauss(0.0, TURN_SIGMA)
-    return min(TURN_MAX_CHARS, max(TURN_MIN_CHARS, round(median * math.exp(draw))))
+    return shape.size(_rng(seed, "append", session, turn).gauss(0.0, 1.0))
+
+
+def turn_chars(seed: int, session: int, turn: int, opts: BenchOptions) -> int:
+    """The size of one turn in characters: its scaled append, written as agent text.
+
+    >>> turn_chars(0, 1, 2, BenchOptions(scale=0.001))
+    64
+    """
+    tokens = append_tokens(seed, session, turn, opts.appends) * opts.scale
+    return max(TURN_MIN_CHARS, round(tokens * CHARS_PER_TOKEN))
+
+
+def compacts(seed: int, session: int, turn: int, share: float) -> bool:
+    """Whether the history is compacted before this turn: a seeded draw, never the first.
+
+    >>> compacts(0, 0, 0, 1.0), compacts(0, 0, 1, 1.0), compacts(0, 0, 1, 0.0)
+    (False, True, False)
+    """
+    return turn > 0 and _rng(seed, "compact", session, turn).random() < share
 
 
 def think_time(seed: int, session: int, turn: int, mean_s: float) -> float:
@@ -118,12 +160,25 @@ def plan_turns(
             session=session,
             turn=turn,
             index=turn * opts.sessions + session,
-            chars=turn_chars(opts.seed, session, turn, opts.turn_median_chars),
+            chars=turn_chars(opts.seed, session, turn, opts),
             think_s=think_time(opts.seed, session, turn, opts.think_time_s),
             target=(session + turn) % n_targets,
+            compact=compacts(opts.seed, session, turn, opts.compaction_share),
         )
         for turn in range(turns)
     )
+
+
+def prefix_tokens(context: int, scale: float) -> tuple[int, int]:
+    """The tools block and system prompt a context of ``context`` tokens starts with.
+
+    The traces' sizes, scaled; a context too small for both is all tools, then system.
+
+    >>> prefix_tokens(100_000, 1.0), prefix_tokens(5_000, 0.05), prefix_tokens(500, 0.05)
+    ((12300, 2800), (615, 140), (500, 0))
+    """
+    tools = min(context, round(TOOLS_TOKENS * scale))
+    return tools, min(context - tools, round(SYSTEM_PROMPT_TOKENS * scale))
 
 
 def plan_workload(opts: BenchOptions, n_targets: int) -> tuple[SessionPlan, ...]:
@@ -135,8 +190,15 @@ def plan_workload(opts: BenchOptions, n_targets: int) -> tuple[SessionPlan, ...]
     """
     counts = turns_per_session(opts.sessions, opts.synthetic_prompts)
     sizes = context_sizes(opts.context_tokens.scaled(opts.scale), opts.sessions, opts.seed)
+    summary = round(COMPACTION_SUMMARY_TOKENS * opts.scale)
     return tuple(
-        SessionPlan(s, sizes[s], plan_turns(s, counts[s], opts, n_targets))
+        SessionPlan(
+            s,
+            sizes[s],
+            plan_turns(s, counts[s], opts, n_targets),
+            *prefix_tokens(sizes[s], opts.scale),
+            summary_tokens=summary,
+        )
         for s in range(opts.sessions)
     )
 
@@ -153,19 +215,23 @@ def shard_plan(plans: Sequence[SessionPlan], shard: Shard) -> tuple[SessionPlan,
 
 def shared_prefix_tokens(plans: Sequence[SessionPlan]) -> int:
     """With ``--shared-system-prompt``: the size of the one system prompt every session
-    shares, the smallest session context (each session adds the rest as its own files).
+    shares, the smallest session context less its tools (each session adds the rest as
+    its own files).
 
     >>> shared_prefix_tokens(plan_workload(BenchOptions(sessions=2, num_prompts=2), 1)) > 0
     True
     """
-    return min((p.context_tokens for p in plans), default=0)
+    return min((p.context_tokens - p.tools_tokens for p in plans), default=0)
 
 
 def session_tokens(plan: SessionPlan) -> int:
-    """About how many tokens the session's last request carries (~3 characters a token
-    for agent text, plus the chat template and the fixed reply of every turn).
+    """At most how many tokens the session's last request carries: its context, a
+    compaction summary if it compacts, every turn (at :data:`CHARS_PER_TOKEN`) and the
+    chat template and fixed reply of every turn.
 
-    >>> session_tokens(SessionPlan(0, 1000, (TurnPlan(0, 0, 0, 300, 0.0, 0),)))
+    >>> session_tokens(SessionPlan(0, 1000, (TurnPlan(0, 0, 0, 280, 0.0, 0),)))
     1116
     """
-    return plan.context_tokens + sum(t.chars // 3 + 16 for t in plan.turns)
+    summary = plan.summary_tokens if any(t.compact for t in plan.turns) else 0
+    turns = sum(math.ceil(t.chars / CHARS_PER_TOKEN) + 16 for t in plan.turns)
+    return plan.context_tokens + summary + turns

@@ -27,6 +27,7 @@ from rich.progress import (
 from ttftscope.bench.live import LiveStats
 from ttftscope.bench.options import (
     BenchOptions,
+    parse_api,
     parse_context_tokens,
     parse_extra_body,
     parse_percentiles,
@@ -40,6 +41,7 @@ from ttftscope.bench.table import print_bench_summary
 from ttftscope.cli.console import make_console
 from ttftscope.cli.options import CliState, cli_state, dumps, endpoint_options, excluded_fields
 from ttftscope.cli.progress import live_bar
+from ttftscope.client.apis import APIS
 from ttftscope.client.endpoint import Endpoint
 from ttftscope.client.stream import StreamResult, raise_for_result
 from ttftscope.records import ProbeRecord
@@ -155,11 +157,13 @@ class BenchArgs:
     shard: str
     run_id: str | None
     as_json: bool
+    api: str | None = None  # None: chat, or a replay file's own API
 
     def options(self) -> BenchOptions:
         """The parsed options; :class:`~ttftscope.errors.ConfigError` names a bad flag."""
         return BenchOptions(
             sessions=self.sessions,
+            api=None if self.api is None else parse_api(self.api),
             context_tokens=parse_context_tokens(self.context_tokens),
             scale=self.scale,
             think_time_s=self.think_time_s,
@@ -269,20 +273,28 @@ def _workload_options(func: F) -> F:
     opts = [
         click.option("--sessions", default=8, show_default=True, type=click.IntRange(1, 10_000),
                      help="Concurrent coding-agent sessions"),
+        click.option("--api", type=click.Choice(APIS),
+                     help="The API requests speak: chat (default), messages (Anthropic, as "
+                     "Claude Code) or responses (OpenAI Responses, as Codex); --replay: "
+                     "the file's own"),
         click.option("--context-tokens", default="86000-123000", show_default=True,
-                     help="Session context sizes: a range LOW-HIGH or a list 8000,32000"),
+                     help="Session context sizes (tools and system prompt included): a range "
+                     "LOW-HIGH or a list 8000,32000"),
         click.option("--scale", default=1.0, show_default=True,
                      type=click.FloatRange(0, 10, min_open=True),
-                     help="Multiply every context size (0.05: a CPU server finishes)"),
+                     help="Multiply every size: contexts, tools, system prompt, appends "
+                     "(0.05: a CPU server finishes)"),
         click.option("--think-time-s", default=0.1, show_default=True,
                      type=click.FloatRange(0, 3600), help="Mean pause between a session's turns"),
         click.option("--shared-system-prompt", is_flag=True,
-                     help="All sessions share one system prompt (the smallest context)"),
+                     help="All sessions share one system prompt (the smallest context less tools)"),
         click.option("--replay", type=click.Path(path_type=Path, dir_okay=False),
-                     help="JSONL of chat request bodies to replay as sessions"),
+                     help="JSONL of chat, Anthropic Messages or Responses request bodies to "
+                     "replay as sessions"),
         click.option("--seed", default=0, show_default=True, type=click.IntRange(0, 2**63 - 1)),
         click.option("--max-tokens", type=click.IntRange(1, 1_000_000),
-                     help="Tokens to generate per request (default: model.max_tokens)"),
+                     help="Tokens to generate per request (default: 216, the agent traces' "
+                     "median; --replay: each body's own, else model.max_tokens)"),
     ]  # fmt: skip
     for opt in reversed(opts):
         func = opt(func)
@@ -329,6 +341,7 @@ def _load_options(func: F) -> F:
 def bench(
     ctx: click.Context,
     sessions: int,
+    api: str | None,
     context_tokens: str,
     scale: float,
     think_time_s: float,
@@ -375,5 +388,6 @@ def bench(
         shard=shard,
         run_id=run_id,
         as_json=as_json,
+        api=api,
     )
     execute_bench(cli_state(ctx), args)

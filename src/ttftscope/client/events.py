@@ -3,7 +3,9 @@
 Owns the state built from events (:class:`EventFold`: text, usage, finish reason, failure)
 and the rule for each event: OpenAI-compatible JSON chunks, ``[DONE]``, in-stream errors and
 garbage. Whatever a server sends ends as data or as a classified failure, never as an
-exception. :mod:`.stream` extends the state with the request's timing.
+exception. :mod:`.stream` extends the state with the request's timing. A fold's ``api``
+picks the rule for the JSON of each event: chat's here, the Anthropic Messages and OpenAI
+Responses rules in :mod:`.agentevents`.
 
 >>> from ttftscope.client.sse import SSEDecoder
 >>> fold = EventFold(url="http://h/v1/completions")
@@ -18,9 +20,18 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ttftscope.client.agentevents import (
+    error_message,
+    mid_stream_error,
+    on_messages_event,
+    on_responses_event,
+    token_count,
+)
+from ttftscope.client.apis import Api
 from ttftscope.client.classify import JSON_ERRORS, RequestFailure, json_problem, server_text
 from ttftscope.client.sse import SSEDecoder, SSEEvent
 from ttftscope.errors import FailureKind
@@ -38,6 +49,7 @@ class EventFold:
     """
 
     url: str
+    api: Api = "chat"
     stamps: dict[str, int] = field(default_factory=dict)
     failure: RequestFailure | None = None
     done: bool = False
@@ -107,22 +119,15 @@ def on_event(event: SSEEvent, fold: EventFold) -> bool:
         return False
     if not isinstance(obj, dict):
         return True
+    return _RULES[fold.api](obj, fold)
+
+
+def _on_chat_event(obj: dict[str, Any], fold: EventFold) -> bool:
     if "error" in obj or obj.get("object") == "error":
-        fold.failure = _stream_error(obj, fold.url)
+        fold.failure = mid_stream_error(error_message(obj), fold.url)
         return False
     _on_chunk(obj, fold)
     return True
-
-
-def _stream_error(obj: dict[str, Any], url: str) -> RequestFailure:
-    err = obj.get("error")
-    message = err.get("message", err) if isinstance(err, dict) else err or obj.get("message")
-    said = "(no message)" if message is None or message == "" else server_text(message)
-    return RequestFailure(
-        FailureKind.STREAM_ERROR,
-        f"{url} reported an error mid-stream: {said}",
-        hint="the request was accepted but failed while generating; check the server's log",
-    )
 
 
 def _on_chunk(obj: dict[str, Any], fold: EventFold) -> None:
@@ -130,11 +135,11 @@ def _on_chunk(obj: dict[str, Any], fold: EventFold) -> None:
         fold.model = server_text(obj["model"], 200)
     usage = obj.get("usage")
     if isinstance(usage, dict):
-        fold.prompt_tokens = _int(usage.get("prompt_tokens"))
-        fold.completion_tokens = _int(usage.get("completion_tokens"))
+        fold.prompt_tokens = token_count(usage.get("prompt_tokens"))
+        fold.completion_tokens = token_count(usage.get("completion_tokens"))
         details = usage.get("prompt_tokens_details")
         if isinstance(details, dict):
-            fold.cached_tokens = _int(details.get("cached_tokens"))
+            fold.cached_tokens = token_count(details.get("cached_tokens"))
     choices = obj.get("choices")
     for choice in choices if isinstance(choices, list) else []:
         if not isinstance(choice, dict):
@@ -154,8 +159,9 @@ def _on_chunk(obj: dict[str, Any], fold: EventFold) -> None:
             fold.done = True
 
 
-def _int(value: object) -> int | None:
-    # Outside 0..2**63 it is no token count, and float() of a huge one would fail later.
-    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**63:
-        return value
-    return None
+# One rule per API for an event's JSON object; False stops reading.
+_RULES: Mapping[Api, Callable[[dict[str, Any], EventFold], bool]] = {
+    "chat": _on_chat_event,
+    "messages": on_messages_event,
+    "responses": on_responses_event,
+}

@@ -27,6 +27,7 @@ from typing import Any, Literal
 import httpx
 from pydantic import BaseModel
 
+from ttftscope.client.apis import END_EVENTS
 from ttftscope.client.classify import (
     RequestFailure,
     classify_exception,
@@ -172,7 +173,7 @@ class StreamRun(EventFold):
             f = RequestFailure(
                 FailureKind.STREAM_ERROR,
                 f"the stream from {self.url} ended after {self.events} events "
-                "without [DONE] or a finish_reason",
+                f"without {END_EVENTS[self.api]}",
                 hint="the server may have crashed or a proxy cut the connection; check its log",
             )
         phases = PhaseTimes(

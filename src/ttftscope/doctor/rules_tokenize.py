@@ -24,7 +24,7 @@ __all__ = ["LineFit", "fit_line", "tokenization_findings"]
 MIN_FRONTEND_MS = 20.0
 MIN_SHARE = 0.3
 # variants whose prompt the server renders and tokenizes itself
-_SERVER_TOKENIZES = ("chat", "text", "direct")
+_SERVER_TOKENIZES = ("chat", "text", "direct", "messages", "responses")
 
 
 @dataclass(frozen=True)
