@@ -16,7 +16,9 @@ variants alternate within the round (who goes first rotates) against the same se
 The round's new result is one text behind a different tag per variant, so each finds the
 history cached and its turn new, at the same size. One JSON line per API and size, with
 ``text_over_gateway``, ``gateway_over_ids`` (and its bootstrap ``_ci95``) and
-``requests``; the last line is the largest size of the last API.
+``requests``; the last line is the largest size of the last API. ``--append-tokens 350``
+replaces the traces' appends with short fixed turns (what ``gateway_ab.py`` sends), where
+tokenization is a larger share of TTFT than the prefill of the append.
 
     python benchmarks/agent_api_ab.py --sizes 32000,100000 --apis messages,responses
 """
@@ -97,15 +99,17 @@ class Shape:
 class Conversation:
     """One agent conversation of ``api``, grown to ``tokens`` with tool calls and results."""
 
-    def __init__(self, api: str, shape: Shape, tokens: int, seed: int, rounds: int) -> None:
-        self.api, self.shape, self.seed = api, shape, seed
+    def __init__(
+        self, api: str, shape: Shape, tokens: int, seed: int, rounds: int, append: int = 0
+    ) -> None:
+        self.api, self.shape, self.seed, self.append = api, shape, seed, append
         self.rng = random.Random(seed)
         self.system = f"You are a coding agent. Session {seed}.\n" + shape.text(SYSTEM_TOKENS, seed)
         self.tools = shape.tools()
         self.steps: list[tuple[str, str]] = []  # (call id, result text)
         # the run appends ~rounds * APPEND_MEAN: start below the size by half of that, so
         # the measured requests sit around it
-        grown = (rounds + 1) * APPEND_MEAN // 2
+        grown = (rounds + 1) * (append or APPEND_MEAN) // 2
         body_tokens = max(0, tokens - SYSTEM_TOKENS - TOOLS_TOKENS - grown)
         while sum(shape.count(r) for _, r in self.steps) < body_tokens:
             self.steps.append(
@@ -116,7 +120,8 @@ class Conversation:
     def round_texts(self, n: int) -> list[str]:
         """This round's new result for ``n`` variants: one text behind different tags."""
         self.turn += 1
-        text = self.shape.text(append_tokens(self.rng), seed=self.seed * 7919 + self.turn)
+        size = self.append or append_tokens(self.rng)
+        text = self.shape.text(size, seed=self.seed * 7919 + self.turn)
         return [f"[{chr(ord('A') + (i + self.turn) % n)}] {text}" for i in range(n)]
 
     def body(self, model: str, new_result: str) -> dict[str, Any]:
@@ -202,12 +207,12 @@ async def ttft_ms(client: httpx.AsyncClient, url: str, body: dict[str, Any]) -> 
 
 async def size_run(
     api: str, urls: dict[str, str], model: str, tok: Tokenizer, tokens: int, rounds: int,
-    conversations: int,
+    conversations: int, append: int = 0,
 ) -> dict[str, Any]:  # fmt: skip
     renderer = ChatRenderer(tok)
     shape = Shape(tok)
     convs = [
-        Conversation(api, shape, tokens, seed=tokens + c, rounds=rounds)
+        Conversation(api, shape, tokens, seed=tokens + c, rounds=rounds, append=append)
         for c in range(conversations)
     ]
     path = "/messages" if api == "messages" else "/responses"
@@ -248,6 +253,7 @@ async def size_run(
         "text_over_ids": round(med["text"] / med["ids"], 3),
         "requests": sum(len(t) for t in times.values()),
         "conversations": conversations,
+        "append_tokens": append or "traces",
     }
 
 
@@ -258,6 +264,12 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=12, help="measured rounds per conversation")
     ap.add_argument("--conversations", type=int, default=2, help="agents taking turns")
     ap.add_argument("--base-url", help="an already running vLLM (default: the local one)")
+    ap.add_argument(
+        "--append-tokens",
+        type=int,
+        default=0,
+        help="a fixed append per round instead of the traces' draws (e.g. 350: a short turn)",
+    )
     args = ap.parse_args()
     tok = load_tokenizer(model_dir())
     with contextlib.ExitStack() as stack:
@@ -277,7 +289,16 @@ def main() -> None:
         for api in args.apis.split(","):
             for size in (int(s) for s in args.sizes.split(",")):
                 result = asyncio.run(
-                    size_run(api, urls, model, tok, size, args.rounds, args.conversations)
+                    size_run(
+                        api,
+                        urls,
+                        model,
+                        tok,
+                        size,
+                        args.rounds,
+                        args.conversations,
+                        args.append_tokens,
+                    )
                 )
                 print(json.dumps(result), flush=True)
 

@@ -24,13 +24,13 @@ from typing import Any
 from ttftscope.gateway.sessions import Encoded
 from ttftscope.gateway.state import Gateway
 from ttftscope.gateway.upstreams import Upstream
-from ttftscope.gateway.verify import Api
+from ttftscope.gateway.verify import GatewayApi
 from ttftscope.gateway.vllm_chat import ChatInputs, PassThrough, prepare_chat
 
 log = logging.getLogger("ttftscope.gateway")
 
 
-def takes_ids(up: Upstream, api: Api) -> bool:
+def takes_ids(up: Upstream, api: GatewayApi) -> bool:
     """Whether ``up`` takes ids for ``api`` at all (else its requests go as text, uncounted).
 
     Chat works over either ids API; messages and responses only where vLLM's own endpoint
@@ -69,7 +69,7 @@ async def encode_chat(
     inputs: ChatInputs,
     *,
     pin: str | None,
-    api: Api,
+    api: GatewayApi,
     native: dict[str, Any] | None = None,
 ) -> Encoded:
     """The exact ids of the prompt ``inputs`` render on ``up``, checked against the

@@ -25,7 +25,7 @@ from ttftscope.gateway.metrics import GatewayMetrics
 from ttftscope.gateway.upstreams import Upstream
 
 log = logging.getLogger("ttftscope.gateway")
-Api = Literal["chat", "completions", "messages", "responses"]
+GatewayApi = Literal["chat", "completions", "messages", "responses"]
 _TOKENIZE_FIELDS = (
     "model",
     "messages",
@@ -60,7 +60,7 @@ class Verifier:
         self._seen = 0
         self._per_key: dict[tuple[str, str, str], int] = {}
 
-    def due(self, upstream: str, api: Api, model: str) -> bool:
+    def due(self, upstream: str, api: GatewayApi, model: str) -> bool:
         """Whether this request is one to check (and count it)."""
         key = (upstream, api, model)
         n = self._per_key.get(key, 0)
@@ -77,7 +77,7 @@ class Verifier:
         up: Upstream,
         body: Mapping[str, Any],
         ids: list[int],
-        api: Api = "chat",
+        api: GatewayApi = "chat",
         native: Mapping[str, Any] | None = None,
     ) -> bool:
         """False only when the upstream's own ids for ``body`` differ from ``ids``.

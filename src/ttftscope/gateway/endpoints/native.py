@@ -22,7 +22,7 @@ from ttftscope.gateway.idpath import encode_chat, takes_ids
 from ttftscope.gateway.idsbody import kv_ids_body
 from ttftscope.gateway.state import BadRequest, Gateway, session_pin
 from ttftscope.gateway.upstreams import Upstream
-from ttftscope.gateway.verify import Api
+from ttftscope.gateway.verify import GatewayApi
 from ttftscope.gateway.vllm_chat import ChatInputs, PassThrough
 
 # the chat body vLLM derives from the API body on this upstream, and the template inputs it
@@ -35,7 +35,7 @@ async def serve_native(
     scope: Scope,
     receive: Receive,
     *,
-    api: Api,
+    api: GatewayApi,
     path: str,
     fmt: ErrorFormat,
     convert: Convert,
@@ -61,7 +61,7 @@ async def _with_ids(
     raw: bytes,
     body: dict[str, Any],
     scope: Scope,
-    api: Api,
+    api: GatewayApi,
     convert: Convert,
 ) -> tuple[bytes, str]:
     """The bytes to send and the mode: the body with ids, or as it came (text)."""
