@@ -32,7 +32,8 @@ def client_config(
     (None: the gateway takes no key, and the snippets send a placeholder).
 
     >>> text = client_config("codex", "http://h:8100/v1", ["m"], "GW_KEYS")
-    >>> print("\n".join(text.splitlines()[:2]))
+    >>> for line in text.splitlines()[:2]:
+    ...     print(line)
     # ~/.codex/config.toml (or $CODEX_HOME/config.toml)
     # export TTFTSCOPE_GATEWAY_KEY=<one of $GW_KEYS>
     """
