@@ -14,6 +14,7 @@ from ttftscope.doctor.findings import Diagnosis
 from ttftscope.doctor.gather import Live, read_recorded
 from ttftscope.doctor.rules_tokenize import fit_line
 from ttftscope.doctor.server import ServerFacts
+from ttftscope.records import ProbeRecord, Variant
 
 
 def _diagnose(paths: list[Path], tmp: Path, live: Live | None = None) -> Diagnosis:
@@ -48,6 +49,32 @@ def test_front_end_growing_with_context_is_named_with_slope_share_and_saving(
     assert "5.00 ms per 1K tokens" in facts and "hit rate 0.95" in facts
     assert "vs ids" in facts and chat.saving_ms is not None and chat.saving_ms > 70
     assert "gateway" in chat.remedy
+
+
+def _slow_prefill_sweep(variants: tuple[Variant, ...]) -> list[ProbeRecord]:
+    """A sweep on a slow machine: the front end grows to ~80 ms as text, but prefill makes
+    TTFT so long that its share stays under 20%."""
+    out: list[ProbeRecord] = []
+    for size in (2000, 16000, 32000):
+        for variant in variants:
+            front = 2.0 if variant == "ids" else 3.0 + size / 400
+            for k in range(3):
+                parts = Parts(frontend=front + k, prefill=400.0 + k, hit_rate=0.95)
+                out.append(record(len(out), parts, variant=variant, size=size))
+    return out
+
+
+def test_a_measured_text_vs_ids_saving_is_a_finding_whatever_its_share(tmp_path: Path) -> None:
+    write_probe_dir(tmp_path / "ab", _slow_prefill_sweep(("text", "ids")))
+    d = _diagnose([tmp_path / "ab"], tmp_path)
+    (tok,) = [f for f in d.findings if f.id == "tokenization-bound"]
+    facts = " ".join(e.fact for e in tok.evidence)
+    assert "(17%)" in facts and "median TTFT text 495 ms vs ids 414 ms" in facts
+    assert tok.saving_ms == pytest.approx(81.0)
+    # the same share without an ids series to measure the saving against: not evidence
+    write_probe_dir(tmp_path / "text", _slow_prefill_sweep(("text",)))
+    d = _diagnose([tmp_path / "text"], tmp_path)
+    assert "tokenization-bound" not in _ids(d)
 
 
 def test_line_fit() -> None:

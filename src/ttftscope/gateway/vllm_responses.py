@@ -344,7 +344,7 @@ def _tools(raw: Any) -> list[dict[str, Any]]:
         kind = tool.get("type") if isinstance(tool, dict) else None
         if kind == "namespace":
             out += _namespace_tools(tool)
-        elif kind not in _DROPPED_TOOLS:
+        elif not (isinstance(kind, str) and kind in _DROPPED_TOOLS):
             out.append(_tool(tool))
     if raw and not out:  # vLLM would render an empty tool list: not reproduced
         raise PassThrough("unsupported_item", "no function tool among the tools")
