@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import errno
 import os
+import socket
 from pathlib import Path
 from typing import cast
 
@@ -12,7 +14,7 @@ import httpx
 
 from ttftscope.cli.options import CliState, cli_state, config_options
 from ttftscope.config.schema import GatewaySettings, UpstreamSettings
-from ttftscope.errors import ConfigError
+from ttftscope.errors import ConfigError, TokenizerError
 from ttftscope.gateway.clientconfig import CLIENT_KINDS, ClientKind, client_config
 from ttftscope.localserver import process
 from ttftscope.localserver.model import model_dir as local_model_dir
@@ -87,12 +89,61 @@ def gateway(
     settings = gateway_settings(state, upstream, model_dir, mode)
     update = {k: v for k, v in (("host", host), ("port", port)) if v is not None}
     settings = settings.model_copy(update=update)
+    preflight(settings)
     names = ", ".join(f"{n} ({u.mode}: {u.base_url})" for n, u in settings.upstreams.items())
     state.err.print(
         f"gateway on http://{settings.host}:{settings.port}/v1 -> {names}; Ctrl-C stops it",
         highlight=False,
     )
     serve(settings)
+
+
+def preflight(settings: GatewaySettings) -> None:
+    """What would stop the gateway, found before it says it is up: an ids upstream without
+    a model folder (:class:`TokenizerError`), a taken port (:class:`ConfigError`).
+
+    >>> up = UpstreamSettings(base_url="http://127.0.0.1:8000/v1", model_dir="/no/such/dir")
+    >>> try:
+    ...     preflight(GatewaySettings(upstreams={"coder": up}))
+    ... except TokenizerError as exc:
+    ...     print(exc.message)
+    upstream 'coder': the model folder /no/such/dir does not exist
+    """
+    for name, up in settings.upstreams.items():
+        if up.mode != "ids":
+            continue
+        where = f"gateway.upstreams.{name}.model_dir"
+        if up.model_dir is None:
+            raise ConfigError(
+                f"upstream {name!r} is in ids mode but has no model folder",
+                hint=f"set {where} (or --model-dir) to the served model's folder, "
+                'or mode = "text"',
+            )
+        folder = Path(up.model_dir).expanduser()
+        if not folder.is_dir():
+            raise TokenizerError(
+                f"upstream {name!r}: the model folder {folder} does not exist",
+                hint=f"point {where} (or --model-dir) at the folder with the served model's "
+                "tokenizer.json and chat template",
+            )
+    _check_port(settings.host, settings.port)
+
+
+def _check_port(host: str, port: int) -> None:
+    try:
+        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((host, port))
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            raise ConfigError(
+                f"port {port} on {host} is in use (another gateway?)",
+                hint="pass --port N (or set gateway.port), or stop what listens there",
+            ) from None
+        raise ConfigError(
+            f"cannot listen on {host}:{port} ({exc})",
+            hint="set --host / gateway.host to an address of this machine, e.g. 127.0.0.1",
+        ) from None
 
 
 @gateway.command("client-config")

@@ -7,6 +7,8 @@
 
 from __future__ import annotations
 
+import logging
+import sys
 from collections.abc import Mapping
 
 import uvicorn
@@ -18,7 +20,16 @@ from ttftscope.threadserver import ThreadServer
 
 
 def serve(settings: GatewaySettings) -> None:
-    """Serve until interrupted (uvloop + httptools: the fastest hop Python offers)."""
+    """Serve until interrupted (uvloop + httptools: the fastest hop Python offers).
+
+    The gateway's own log (each upstream's version, models and how ids reach it, pass-through
+    and mismatch warnings) goes to stderr from INFO up; it holds no keys and no prompt text.
+    """
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s", "%H:%M:%S"))
+    log = logging.getLogger("ttftscope.gateway")
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
     uvicorn.run(
         create_app(settings),
         host=settings.host,

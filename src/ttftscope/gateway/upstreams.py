@@ -126,12 +126,14 @@ class Upstream:
                     f"(version {self.version or 'unknown'}: the gateway reproduces vLLM "
                     f"{', '.join(IDS_VERSIONS)}; served as text)"
                 )
+        route = self.api or ("none (text)" if self.settings.mode == "ids" else "none (mode text)")
         log.info(
-            "upstream %s: %s, models %s, ids via %s %s",
+            "upstream %s: %s (version %s), models %s, ids via %s %s",
             self.name,
             self.settings.base_url,
+            self.version or "not read",
             self.models,
-            self.api or "none (text)",
+            route,
             self.api_reason,
         )
 
