@@ -32,6 +32,7 @@ __all__ = [
     "mid_stream_error",
     "on_messages_event",
     "on_responses_event",
+    "read_usage",
     "token_count",
 ]
 
@@ -89,6 +90,19 @@ def _content(fold: EventFold, piece: object, *, text: bool) -> None:
 def _model(fold: EventFold, holder: object) -> None:
     if isinstance(holder, dict) and holder.get("model") and fold.model is None:
         fold.model = server_text(holder["model"], 200)
+
+
+def read_usage(fold: EventFold, usage: object, prompt: str, completion: str, details: str) -> None:
+    """Token counts from an OpenAI-shaped usage object, by its field names (chat:
+    ``prompt_tokens``, ``completion_tokens``, ``prompt_tokens_details``; Responses:
+    ``input_tokens``, ``output_tokens``, ``input_tokens_details``)."""
+    if not isinstance(usage, dict):
+        return
+    fold.prompt_tokens = token_count(usage.get(prompt))
+    fold.completion_tokens = token_count(usage.get(completion))
+    cached = usage.get(details)
+    if isinstance(cached, dict):
+        fold.cached_tokens = token_count(cached.get("cached_tokens"))
 
 
 def _anthropic_usage(usage: object, fold: EventFold) -> None:
@@ -151,12 +165,7 @@ def _responses_end(response: object, fold: EventFold) -> None:
         return
     _model(fold, response)
     usage = response.get("usage")
-    if isinstance(usage, dict):
-        fold.prompt_tokens = token_count(usage.get("input_tokens"))
-        fold.completion_tokens = token_count(usage.get("output_tokens"))
-        details = usage.get("input_tokens_details")
-        if isinstance(details, dict):
-            fold.cached_tokens = token_count(details.get("cached_tokens"))
+    read_usage(fold, usage, "input_tokens", "output_tokens", "input_tokens_details")
     why = response.get("incomplete_details")
     reason = why.get("reason") if isinstance(why, dict) else None
     if reason or response.get("status"):

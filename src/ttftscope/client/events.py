@@ -29,7 +29,7 @@ from ttftscope.client.agentevents import (
     mid_stream_error,
     on_messages_event,
     on_responses_event,
-    token_count,
+    read_usage,
 )
 from ttftscope.client.apis import Api
 from ttftscope.client.classify import JSON_ERRORS, RequestFailure, json_problem, server_text
@@ -134,12 +134,7 @@ def _on_chunk(obj: dict[str, Any], fold: EventFold) -> None:
     if obj.get("model") and fold.model is None:
         fold.model = server_text(obj["model"], 200)
     usage = obj.get("usage")
-    if isinstance(usage, dict):
-        fold.prompt_tokens = token_count(usage.get("prompt_tokens"))
-        fold.completion_tokens = token_count(usage.get("completion_tokens"))
-        details = usage.get("prompt_tokens_details")
-        if isinstance(details, dict):
-            fold.cached_tokens = token_count(details.get("cached_tokens"))
+    read_usage(fold, usage, "prompt_tokens", "completion_tokens", "prompt_tokens_details")
     choices = obj.get("choices")
     for choice in choices if isinstance(choices, list) else []:
         if not isinstance(choice, dict):

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
 import jinja2
@@ -306,6 +307,7 @@ def _tool(tool: Any) -> dict[str, Any]:
 
 
 # -- what vLLM learns from the template once ------------------------------------------------
+@lru_cache(maxsize=32)  # one answer per template: vLLM decides it once at start-up
 def merges_inline_system(template_source: str | None) -> bool:
     """Whether vLLM merges inline system messages into the leading one for this template.
 

@@ -93,7 +93,16 @@ def prepare_responses(body: Mapping[str, Any], template_source: str) -> ChatInpu
     >>> i.messages[0]["tool_calls"]
     [{'id': 'c', 'function': {'name': 'f', 'arguments': {'a': 1}}, 'type': 'function'}]
     """
-    inputs = prepare_chat(responses_to_chat(body), template_source)
+    return responses_inputs(responses_to_chat(body), template_source)
+
+
+def responses_inputs(chat: Mapping[str, Any], template_source: str) -> ChatInputs:
+    """:func:`prepare_responses` from a body :func:`responses_to_chat` already converted.
+
+    >>> responses_inputs({"messages": [{"role": "user", "content": "hi"}]}, "x").messages
+    [{'role': 'user', 'content': 'hi'}]
+    """
+    inputs = prepare_chat(chat, template_source)
     return ChatInputs(
         [_vllm_order(m) for m in inputs.messages], inputs.tools, inputs.template_kwargs
     )

@@ -33,8 +33,7 @@ from ttftscope.gateway.vllm_messages import (
     messages_to_chat,
 )
 
-# what vLLM learns from a template once (the inline-system merge, the "disabled" effort)
-_MERGES: dict[str, bool] = {}
+# the effort vLLM probes once per template for thinking "disabled"
 _DISABLED: dict[str, str] = {}
 
 
@@ -84,10 +83,7 @@ def to_chat(up: Upstream, body: dict[str, Any]) -> tuple[dict[str, Any], ChatInp
     """The chat body vLLM converts ``body`` to on ``up``, and its template inputs
     (PassThrough when unsure)."""
     assert up.renderer is not None, "takes_ids() first"
-    source = up.renderer.source
-    merge = _MERGES.get(source)
-    if merge is None:
-        merge = _MERGES[source] = merges_inline_system(source)
+    merge = merges_inline_system(up.renderer.source)
     thinking = body.get("thinking")
     effort = "none"
     if isinstance(thinking, dict) and thinking.get("type") == "disabled":

@@ -22,7 +22,7 @@ from ttftscope.gateway.endpoints.native import serve_native
 from ttftscope.gateway.state import Gateway
 from ttftscope.gateway.upstreams import Upstream
 from ttftscope.gateway.vllm_chat import ChatInputs, PassThrough
-from ttftscope.gateway.vllm_responses import prepare_responses, responses_to_chat
+from ttftscope.gateway.vllm_responses import responses_inputs, responses_to_chat
 
 _HARMONY = frozenset({"gpt_oss"})
 
@@ -40,4 +40,5 @@ def _to_chat(up: Upstream, body: dict[str, Any]) -> tuple[dict[str, Any], ChatIn
         raise PassThrough("unsupported_item", f"a {up.model_type} model (Harmony)")
     if up.adds_special_tokens:  # vLLM encodes this API's prompt with them (chat: without)
         raise PassThrough("add_special_tokens", "the tokenizer adds special tokens")
-    return responses_to_chat(body), prepare_responses(body, up.renderer.source)
+    chat = responses_to_chat(body)  # once: the body is converted, then rewritten as chat
+    return chat, responses_inputs(chat, up.renderer.source)
