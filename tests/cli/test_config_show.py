@@ -130,3 +130,43 @@ def test_show_without_loader_is_a_usage_error() -> None:
     result = CliRunner().invoke(cli, ["config", "show"])
     assert result.exit_code == 2
     assert ".load()" in result.output
+
+
+@pytest.mark.parametrize("width", [80, 60])
+def test_narrow_terminal_gets_whole_values_on_key_value_lines(proj: Path, width: int) -> None:
+    import io
+
+    from rich.console import Console
+
+    from ttftscope.cli.config import render_table
+
+    long_url = "http://inference-gateway.internal.example.com:8000/v1"
+    (proj / "config.toml").write_text(
+        f'[api]\nbase_url = "{long_url}"\n[profiles.fast.model]\nmax_tokens = 2\n'
+    )
+    buf = io.StringIO()
+    render_table(loader_for(proj)(), Console(file=buf, width=width, color_system=None))
+    lines = [line.rstrip() for line in buf.getvalue().splitlines()]
+    at = lines.index(f"api.base_url = {long_url}")
+    assert lines[at + 1] == "    from config.toml:2"
+    assert "api.max_retries = 4  (flag --max-retries)" in lines
+    assert "api.metrics_url = http://inference-gateway.internal.example.com:8000/metrics" in lines
+    # a path is never split; every other line fits the terminal
+    assert any(
+        line.startswith("files: ") and "config.toml  profile: fast" in line for line in lines
+    )
+    too_long = [line for line in lines if len(line) > width and not line.startswith("files: ")]
+    # only a value wider than the terminal by itself may overflow, and then alone on its line
+    assert all(line.count(" = ") == 1 and "(" not in line for line in too_long), too_long
+
+
+def test_wide_terminal_keeps_the_table(proj: Path) -> None:
+    import io
+
+    from rich.console import Console
+
+    from ttftscope.cli.config import render_table
+
+    buf = io.StringIO()
+    render_table(loader_for(proj)(), Console(file=buf, width=200, color_system=None))
+    assert "┃ key" in buf.getvalue()

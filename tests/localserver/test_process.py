@@ -151,16 +151,23 @@ def test_start_reports_log_tail_when_server_dies(
 
 def test_cli_status_start_stop(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     runner = CliRunner()
-    assert runner.invoke(local_server, ["status"]).exit_code == 1
+    stopped = runner.invoke(local_server, ["status"])
+    assert stopped.exit_code == 1 and "stopped: no local server is running" in stopped.output
     use_fake(monkeypatch)
     port = str(ls.pick_free_port())
     result = runner.invoke(local_server, ["start", "--port", port, "--wait-s", "20"])
     assert result.exit_code == 0, result.output
-    assert f"base_url: http://127.0.0.1:{port}/v1" in result.output
+    assert f"running: http://127.0.0.1:{port}/v1 (pid " in result.output
     assert f"model: {ls.SERVED_MODEL}" in result.output
+    assert runner.invoke(local_server, ["status"]).output.startswith(
+        f"running: http://127.0.0.1:{port}/v1 (pid "
+    )
     status = runner.invoke(local_server, ["status", "--json"])
     assert status.exit_code == 0 and '"port"' in status.output
+    assert '"state": "running"' in status.output
     assert "stopped" in runner.invoke(local_server, ["stop"]).output
+    after = runner.invoke(local_server, ["status", "--json"])
+    assert after.exit_code == 1 and '{"state": "stopped"}' in after.output
 
 
 def test_cli_start_failure_uses_error_exit_code(

@@ -46,18 +46,48 @@ def _loader(ctx: click.Context) -> SettingsLoader:
 
 
 def render_table(loaded: LoadedSettings, console: Console) -> None:
-    """Print the settings as a rich table with key, value and source columns."""
+    """Print the settings as a table, or as key/value lines where a table would split values.
+
+    A URL cut into ``http://127.0.0.1:80`` / ``00/v1`` cannot be copied, so on a narrow
+    terminal each setting gets its own line with the source beside or under it.
+    """
     caption = "files: " + (", ".join(str(p) for p in loaded.files) or "none found")
     if loaded.profile:
         caption += f"  profile: {loaded.profile}"
+    rows = loaded.table()
+    if not _table_fits(rows, console.width):
+        _render_lines(rows, caption, console)
+        return
     table = Table(title="ttftscope settings", caption=Text(caption), show_lines=False)
     table.add_column("key", style="cyan", no_wrap=True)
-    table.add_column("value", overflow="fold")
-    table.add_column("source", style="dim", overflow="fold")
-    for key, value, source in loaded.table():
+    table.add_column("value", no_wrap=True)
+    table.add_column("source", style="dim", no_wrap=True)
+    for key, value, source in rows:
         # Text, not str: sources like "[profiles.fast]" would be eaten as rich markup.
         table.add_row(Text(key), Text(value), Text(source))
     console.print(table)
+
+
+# A rich table's borders and padding: 4 vertical rules plus one space each side of 3 cells.
+_TABLE_CHROME = 10
+
+
+def _table_fits(rows: list[tuple[str, str, str]], width: int) -> bool:
+    widths = [max((len(row[i]) for row in rows), default=0) for i in range(3)]
+    return sum(widths) + _TABLE_CHROME <= width
+
+
+def _render_lines(rows: list[tuple[str, str, str]], caption: str, console: Console) -> None:
+    console.print(Text("ttftscope settings", style="italic"))
+    for key, value, source in rows:
+        line = Text.assemble((key, "cyan"), " = ", value)
+        tail = Text(f"  ({source})", style="dim")
+        if len(line) + len(tail) <= console.width:
+            console.print(line + tail, soft_wrap=True)
+        else:
+            console.print(line, soft_wrap=True)
+            console.print(Text(f"    from {source}", style="dim"), soft_wrap=True)
+    console.print(Text(caption, style="dim"), soft_wrap=True)
 
 
 @click.group(name="config")

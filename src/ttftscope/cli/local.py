@@ -19,12 +19,12 @@ from ttftscope.localserver.state import LocalServer
 __all__ = ["local_server"]
 
 
-def _show(server: LocalServer, as_json: bool) -> None:
+def _show(server: LocalServer, as_json: bool, *, state: str) -> None:
     if as_json:
-        click.echo(json.dumps(asdict(server)))
+        click.echo(json.dumps({"state": state, **asdict(server)}))
     else:
         click.echo(
-            f"base_url: {server.base_url}\nmodel: {server.model}\npid: {server.pid}\n"
+            f"{state}: {server.base_url} (pid {server.pid})\nmodel: {server.model}\n"
             f"log: {server.log_path}"
         )
 
@@ -63,7 +63,7 @@ def start(port: int | None, wait_s: float, as_json: bool, extra_args: tuple[str,
 
     Example: ttftscope local-server start -- --enable-scale-out
     """
-    _show(process.start(port, extra_args=extra_args, wait_s=wait_s), as_json)
+    _show(process.start(port, extra_args=extra_args, wait_s=wait_s), as_json, state="running")
 
 
 @local_server.command()
@@ -75,9 +75,11 @@ def stop() -> None:
 @local_server.command()
 @click.option("--json", "as_json", is_flag=True, help="Print the server as one JSON object.")
 def status(as_json: bool) -> None:
-    """Show the running server; exit 1 when none answers."""
+    """Say whether the local server is running and where; exit 1 when none answers."""
     server = process.status()
     if server is None:
-        click.echo("no local server is running", err=True)
+        if as_json:
+            click.echo(json.dumps({"state": "stopped"}))
+        click.echo("stopped: no local server is running (ttftscope local-server start)", err=True)
         sys.exit(1)
-    _show(server, as_json)
+    _show(server, as_json, state="running")
