@@ -83,7 +83,7 @@ def test_ticker_redraws_one_line_in_place_on_a_terminal(tmp_path: Path) -> None:
     out = tty.getvalue()
     assert out.count("\r") == 4  # three redraws (one at the start) and the final erase
     assert "\n" not in out
-    assert f"\r  step 1/3: 2 s · {TORCH_LINE}\x1b[K" in out
+    assert f"\r  2 s · step 1/3 · {TORCH_LINE}\x1b[K" in out
     assert out.endswith("\r\x1b[K")  # the status line is gone before the end line
     assert lines == ["step 1/3 …", "step 1/3: done in 2 s"]
 
@@ -139,6 +139,21 @@ def test_ticker_ends_with_failed_after_when_the_step_fails() -> None:
     ]
 
 
+@pytest.mark.parametrize("width", [79, 60, 40, 20])
+def test_status_line_keeps_the_elapsed_time_whole_at_any_width(width: int) -> None:
+    label = "installing vLLM's dependencies (step 2/3, 59 requirements, torch pinned)"
+    line = pg.status_line(label, 271.6, TORCH_LINE, width)
+    assert len(line) <= width
+    assert line.startswith("  272 s · ins")  # the number is never the part cut
+    assert TORCH_LINE not in line  # the detail gives way first
+
+
+def test_status_line_shows_everything_when_it_fits() -> None:
+    assert pg.status_line("step 1/3", 5, "Collecting regex", 79) == (
+        "  5 s · step 1/3 · Collecting regex"
+    )
+
+
 def test_in_place_line_only_for_the_default_reporter() -> None:
     assert pg.status_stream(pg.say_stderr) is sys.stderr
     assert pg.status_stream(lambda _: None) is None
@@ -158,7 +173,7 @@ def test_run_with_progress_shows_the_latest_pip_line_while_the_command_runs(
         [sys.executable, "-c", script], log, "step 2/3", lines.append, stream=tty, pace=pace
     )
     assert code == 0
-    assert re.search(r"\r  step 2/3: \d+ s · Collecting regex\x1b\[K", tty.getvalue())
+    assert re.search(r"\r  \d+ s · step 2/3 · Collecting regex\x1b\[K", tty.getvalue())
     assert "an-earlier-step" not in tty.getvalue()
     assert lines[0] == "step 2/3 …" and lines[-1].startswith("step 2/3: done in ")
     text = log.read_text(encoding="utf-8")

@@ -40,7 +40,7 @@ from ttftscope.bench.sampler import Sample
 from ttftscope.bench.table import print_bench_summary
 from ttftscope.cli.console import make_console
 from ttftscope.cli.options import CliState, cli_state, dumps, endpoint_options, excluded_fields
-from ttftscope.cli.progress import live_bar
+from ttftscope.cli.progress import fit_description, live_bar
 from ttftscope.client.apis import APIS
 from ttftscope.client.endpoint import Endpoint
 from ttftscope.client.stream import StreamResult, raise_for_result
@@ -50,6 +50,7 @@ from ttftscope.tokenization.loader import load_tokenizer
 __all__ = ["bench"]
 
 T = TypeVar("T")
+_BAR = 12  # the bar's width in columns
 _PLAIN_EVERY_S = 10.0
 _BAR_EVERY_S = 0.1  # rich redraws the bar 10 times a second
 
@@ -75,7 +76,7 @@ class BenchProgress:
 
     def __enter__(self) -> BenchProgress:
         if self.console.is_terminal:
-            self._bar, self._task = live_bar(self.console, "bench: starting", None, 12)
+            self._bar, self._task = live_bar(self.console, "bench: starting", None, _BAR)
         return self
 
     def __exit__(
@@ -87,7 +88,8 @@ class BenchProgress:
     def stage(self, text: str) -> None:
         """What the run does now (before the measured requests: building, warming up)."""
         if self._bar is not None and self._task is not None:
-            self._bar.update(self._task, description=f"bench: {text}")
+            fitted = fit_description(f"bench: {text}", self.console.width, _BAR, 9)
+            self._bar.update(self._task, description=fitted)
         else:
             self.console.print(f"bench: {text}", highlight=False)
 

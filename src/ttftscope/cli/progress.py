@@ -14,10 +14,15 @@ from rich.progress import (
     TextColumn,
     TimeElapsedColumn,
 )
+from rich.table import Column
 
 from ttftscope.records import ProbeRecord
 
+_BAR = 20  # the bar's width in columns
 _PLAIN_EVERY_S = 10.0  # into a pipe: one status line at most this often, plus each stage
+
+
+_CLOCK = len("0:00:00")
 
 
 def live_bar(
@@ -28,16 +33,32 @@ def live_bar(
     >>> import io
     >>> bar, task = live_bar(Console(file=io.StringIO()), "x", 3, 10); bar.stop()
     """
+    count = len(f"{total}/{total}") if total is not None else 9
     bar = Progress(
-        TextColumn("{task.description}"),
-        BarColumn(bar_width=width),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
+        TextColumn("{task.description}", table_column=Column(no_wrap=True)),
+        BarColumn(bar_width=width, table_column=Column(no_wrap=True)),
+        MofNCompleteColumn(table_column=Column(no_wrap=True, min_width=count)),
+        TimeElapsedColumn(table_column=Column(no_wrap=True, min_width=_CLOCK)),
         console=console,
         transient=True,
     )
     bar.start()
-    return bar, bar.add_task(description, total=total)
+    return bar, bar.add_task(fit_description(description, console.width, width, count), total=total)
+
+
+def fit_description(text: str, columns: int, bar_width: int, count_width: int) -> str:
+    """``text`` cut with an ellipsis so the bar, the count and the clock keep their room.
+
+    A count or a clock squeezed to "56/1…" or "0:00:…" says nothing; the description can
+    lose its tail.
+
+    >>> fit_description("probe: context 32000 tokens: chat requests", 50, 10, 7)
+    'probe: context 32000 …'
+    """
+    room = columns - bar_width - count_width - _CLOCK - 4  # three gaps and the last column
+    if len(text) <= room:
+        return text
+    return text[: max(room - 1, 0)] + "…"
 
 
 class RequestProgress:
@@ -56,10 +77,11 @@ class RequestProgress:
         self._task: TaskID | None = None
         self._last_line = time.monotonic()
         self._stage = "starting"
+        self._count = len(f"{total}/{total}")
 
     def __enter__(self) -> RequestProgress:
         if self.console.is_terminal:
-            self._bar, self._task = live_bar(self.console, "probe: starting", self.total, 20)
+            self._bar, self._task = live_bar(self.console, "probe: starting", self.total, _BAR)
         return self
 
     def __exit__(
@@ -72,7 +94,8 @@ class RequestProgress:
         """What the probe does now (shown in the bar, or as one line into a pipe)."""
         self._stage = text
         if self._bar is not None and self._task is not None:
-            self._bar.update(self._task, description=f"probe: {text}")
+            fitted = fit_description(f"probe: {text}", self.console.width, _BAR, self._count)
+            self._bar.update(self._task, description=fitted)
         else:
             self.console.print(f"probe: {text} ({self.done}/{self.total} requests done)")
             self._last_line = time.monotonic()

@@ -111,6 +111,31 @@ def _columns(stream: TextIO) -> int:
     return columns or shutil.get_terminal_size().columns  # 0: a terminal of unknown width
 
 
+def _cut(text: str, room: int) -> str:
+    if len(text) <= room:
+        return text
+    return text[: room - 1] + "…" if room > 1 else ""
+
+
+def status_line(label: str, seconds: float, last: str | None, width: int) -> str:
+    """The in-place status line, at most ``width`` characters: the elapsed time comes first,
+    so it is never the part cut; the log line goes before the label does.
+
+    >>> status_line("installing vLLM's dependencies (step 2/3, torch pinned)", 271.4,
+    ...             "Downloading torch-2.13.0 (180 MB)", 50)
+    "  271 s · installing vLLM's dependencies (step 2/…"
+    >>> status_line("building", 3, "wheel", 80)
+    '  3 s · building · wheel'
+    """
+    head = f"  {seconds:.0f} s · "
+    label = _cut(label, width - len(head))
+    line = head + label
+    room = width - len(line) - 3
+    if last and room >= 8:  # a detail of a few characters says nothing
+        line += " · " + _cut(last, room)
+    return line
+
+
 class Ticker:
     """One long step's progress: a start line, elapsed time while it runs, an end line.
 
@@ -156,17 +181,17 @@ class Ticker:
         seconds = self.elapsed()
         last = self._detail() if self._detail is not None else None
         if self.live:
-            self._draw(f"  {self.label}: {seconds:.0f} s" + (f" · {last}" if last else ""))
+            self._draw(seconds, last)
         elif seconds >= self._next_plain:
             step = self._pace.plain_s
             self._next_plain = (seconds // step + 1) * step
             suffix = f"; last: {last}" if last else ""
             self._say(f"… still {self.label}, {seconds:.0f} s{suffix}")
 
-    def _draw(self, text: str) -> None:
+    def _draw(self, seconds: float, last: str | None) -> None:
         assert self._stream is not None
         width = max(_columns(self._stream) - 1, 20)  # a wrapped line cannot be redrawn
-        text = text if len(text) <= width else text[: width - 1] + "…"
+        text = status_line(self.label, seconds, last, width)
         self._stream.write(f"\r{text}{_ERASE}")
         self._stream.flush()
         self._drawn = True
