@@ -32,7 +32,7 @@ fi
 if [ -x .venv/bin/ttftscope ] && [ -x .venv/bin/pytest ]; then
   _setup_label="updating ttftscope's editable install in .venv (pip install -e '.[dev]'; quick when nothing changed)"
 else
-  _setup_label="installing ttftscope and its dev tools into .venv (first run ~1-2 min)"
+  _setup_label="installing ttftscope and its dev tools into .venv (first run 1-4 min)"
 fi
 _setup_say "$_setup_label; log: .venv/pip.log"
 _setup_ticker "${_setup_label%% (*}" &

@@ -45,7 +45,7 @@ def _tell(config: pytest.Config, line: str) -> None:
 
 @pytest.fixture(scope="session")
 def vllm(pytestconfig: pytest.Config) -> Iterator[LocalServer]:
-    _tell(pytestconfig, "starting the local vLLM for the e2e tests (usually 60-130 s)…")
+    _tell(pytestconfig, "starting the local vLLM for the e2e tests (usually 1-4 min)…")
     t0 = time.monotonic()
 
     def progress(line: str) -> None:

