@@ -20,3 +20,9 @@ def proj(tmp_path: Path) -> Path:
 def env(tmp_path: Path) -> dict[str, str]:
     """A hermetic environment whose user config dir is empty (and inside tmp_path)."""
     return {"XDG_CONFIG_HOME": str(tmp_path / "xdg"), "HOME": str(tmp_path / "home")}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    from tests.slowtests import register
+
+    register(config)
