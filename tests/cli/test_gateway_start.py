@@ -3,6 +3,7 @@ and the documented exit code before "gateway on …", and each upstream's route 
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -44,6 +45,16 @@ def test_a_taken_port_is_a_configuration_error() -> None:
         done = _run("--upstream", "http://127.0.0.1:9/v1", "--mode", "text", "--port", port)
     assert done.returncode == 2, done.stderr
     assert f"port {port} on 127.0.0.1 is in use" in done.stderr and "--port" in done.stderr
+    assert "gateway on" not in done.stderr and "Traceback" not in done.stderr
+
+
+def test_inbound_keys_that_resolve_to_none_are_refused_before_it_says_it_is_up() -> None:
+    env = {**os.environ, "TTFTSCOPE_GATEWAY__API_KEYS_ENV": "TTFTSCOPE_TEST_NO_SUCH_KEYS"}
+    env.pop("TTFTSCOPE_TEST_NO_SUCH_KEYS", None)
+    args = ["--upstream", "http://127.0.0.1:9/v1", "--mode", "text", "--port", str(_free_port())]
+    done = subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 2, done.stderr
+    assert "TTFTSCOPE_TEST_NO_SUCH_KEYS, which is not set" in done.stderr
     assert "gateway on" not in done.stderr and "Traceback" not in done.stderr
 
 

@@ -16,6 +16,7 @@ from ttftscope.cli.options import CliState, cli_state, config_options
 from ttftscope.config.schema import GatewaySettings, UpstreamSettings
 from ttftscope.errors import ConfigError, TokenizerError
 from ttftscope.gateway.clientconfig import CLIENT_KINDS, ClientKind, client_config
+from ttftscope.gateway.state import inbound_keys
 from ttftscope.localserver import process
 from ttftscope.localserver.model import model_dir as local_model_dir
 
@@ -100,7 +101,8 @@ def gateway(
 
 def preflight(settings: GatewaySettings) -> None:
     """What would stop the gateway, found before it says it is up: an ids upstream without
-    a model folder (:class:`TokenizerError`), a taken port (:class:`ConfigError`).
+    a model folder (:class:`TokenizerError`), inbound keys that resolve to none or a taken
+    port (:class:`ConfigError`).
 
     >>> up = UpstreamSettings(base_url="http://127.0.0.1:8000/v1", model_dir="/no/such/dir")
     >>> try:
@@ -126,6 +128,7 @@ def preflight(settings: GatewaySettings) -> None:
                 hint=f"point {where} (or --model-dir) at the folder with the served model's "
                 "tokenizer.json and chat template",
             )
+    inbound_keys(settings, os.environ)
     _check_port(settings.host, settings.port)
 
 

@@ -200,6 +200,9 @@ class GatewaySettings(_Section):
     max_body_mb: float = Field(default=64.0, gt=0, le=4096, allow_inf_nan=False)
     # name of the environment variable with comma-separated inbound keys (unset: no auth)
     api_keys_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    # /metrics without the inbound key (for a Prometheus that holds none); with no inbound
+    # keys configured it is open anyway
+    metrics_public: bool = False
     log_prompts: bool = False
     # JSONL of the chat request bodies received (written only when log_prompts is true)
     request_log: Path | None = None

@@ -66,6 +66,11 @@ async def health(request: Request) -> Response:
 
 async def metrics(request: Request) -> Response:
     gw: Gateway = request.app.state.gateway
+    if not gw.settings.metrics_public:  # upstream names, models and traffic are not public
+        try:
+            gw.check_key(request.scope["headers"])
+        except BadRequest as exc:
+            return openai_error(exc.status, exc.message + " (or gateway.metrics_public = true)")
     return Response(gw.metrics.exposition(), media_type="text/plain; version=0.0.4")
 
 

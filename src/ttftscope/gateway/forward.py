@@ -63,6 +63,8 @@ async def forward(
             return error_response(fmt, 502, f"upstream {up.name!r} broke off its answer ({exc})")
         if resp.status == 200 and rewrite_body is not None:
             body = rewrite_body(body)
+        elif resp.status != 200:
+            body = up.scrub(body)
         return Response(body, status_code=resp.status, headers=headers)
     return StreamingResponse(
         _relay(up, resp, t0, metrics, rewrite_stream, token_event(path), fmt),

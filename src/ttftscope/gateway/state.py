@@ -19,6 +19,7 @@ import orjson
 from starlette.responses import Response
 
 from ttftscope.config.schema import GatewaySettings
+from ttftscope.errors import ConfigError
 from ttftscope.gateway.asgi import BodyTooLarge, Receive, Scope, header, read_body
 from ttftscope.gateway.metrics import GatewayMetrics
 from ttftscope.gateway.requestlog import RequestLog
@@ -28,6 +29,34 @@ from ttftscope.gateway.verify import Verifier
 
 # Headers that name a conversation, most specific first: ours, Claude Code's, Codex's.
 SESSION_HEADERS = ("x-ttftscope-session", "x-claude-code-session-id", "session-id", "session_id")
+
+
+def inbound_keys(settings: GatewaySettings, env: Mapping[str, str]) -> list[bytes]:
+    """The inbound API keys: none without ``api_keys_env``; a setting that names a variable
+    holding no key is refused, because the gateway would then serve anyone while its owner
+    believes it checks keys.
+
+    >>> inbound_keys(GatewaySettings(api_keys_env="GW_KEYS"), {"GW_KEYS": "a, b"})
+    [b'a', b'b']
+    >>> try:
+    ...     inbound_keys(GatewaySettings(api_keys_env="GW_KEYS"), {"GW_KEYS": " , "})
+    ... except ConfigError as exc:
+    ...     print(exc.message)
+    gateway.api_keys_env names GW_KEYS, which holds no key: the gateway would accept every request
+    """
+    var = settings.api_keys_env
+    if not var:
+        return []
+    keys = [k.strip().encode() for k in env.get(var, "").split(",") if k.strip()]
+    if not keys:
+        state = "is not set" if var not in env else "holds no key"
+        raise ConfigError(
+            f"gateway.api_keys_env names {var}, which {state}: the gateway would accept "
+            "every request",
+            hint=f"export {var}=KEY1,KEY2 (comma-separated), or drop gateway.api_keys_env "
+            "to run without inbound keys",
+        )
+    return keys
 
 
 class BadRequest(Exception):
@@ -46,9 +75,7 @@ class Gateway:
         self.metrics = GatewayMetrics()
         self.upstreams = upstreams_from(settings.upstreams)
         self.verifier = Verifier(settings.verify_every, settings.verify_first, self.metrics)
-        var = settings.api_keys_env
-        raw = env.get(var, "") if var else ""
-        self.keys = [k.strip().encode() for k in raw.split(",") if k.strip()]
+        self.keys = inbound_keys(settings, env)
         self.max_body = int(settings.max_body_mb * (1 << 20))
         self._seen: dict[tuple[str, str], float] = {}
         self.request_log = RequestLog.from_settings(settings.request_log, settings.log_prompts)

@@ -40,6 +40,7 @@ from typing import Any, Literal
 
 import orjson
 
+from ttftscope.config.redact import redact
 from ttftscope.config.schema import UpstreamSettings
 from ttftscope.gateway.hop import Answer, HopError, HopTimeouts, UpstreamPool
 from ttftscope.gateway.sessions import SessionCache
@@ -89,6 +90,20 @@ class Upstream:
     @property
     def headers(self) -> dict[str, str]:
         return self.headers_for(self.api_key)
+
+    def scrub(self, body: bytes) -> bytes:
+        """``body`` with the key the gateway sent upstream masked: an upstream's 401 that
+        quotes the credential it got ("Incorrect API key provided: sk-…") must not hand the
+        gateway's own key to whichever client caused it.
+
+        >>> key = "sk-0123456789abcdefXYZ"
+        >>> up = Upstream("u", UpstreamSettings(base_url="http://h/v1"), api_key=key)
+        >>> up.scrub(f"Incorrect API key provided: Bearer {key}".encode()).decode()
+        'Incorrect API key provided: Bearer sk-…fXYZ'
+        """
+        if not self.api_key or self.api_key.encode() not in body:
+            return body
+        return body.replace(self.api_key.encode(), redact(self.api_key).encode())
 
     @property
     def mode(self) -> Literal["ids", "text"]:
