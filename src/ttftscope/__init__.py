@@ -32,6 +32,7 @@ from ttftscope.errors import (
     ServerUnreachable,
     StreamBroken,
     TokenizerError,
+    TransportFailure,
     TtftscopeError,
 )
 
@@ -155,6 +156,7 @@ __all__ = [
     "StreamResult",
     "Tokenizer",
     "TokenizerError",
+    "TransportFailure",
     "TtftscopeError",
     "__version__",
     "ascrape",

@@ -18,6 +18,11 @@ The names differ from httpx's (``RequestError``, ``ConnectError``, ``HTTPStatusE
 ``StreamError``) so code that handles both reads unambiguously. Every request failure has a
 :class:`FailureKind`; :func:`error_for` maps a kind to its exception (and so its exit code).
 
+Below HTTP, every HTTP client here (httpx in ``client``, aiohttp in ``bench``, the gateway's
+own hop) names how an exchange failed in one vocabulary, :class:`TransportFailure`, each
+mapping its own exceptions onto it in one function; ``client.classify`` turns a
+:class:`TransportFailure` (and the point it happened at) into a :class:`FailureKind`.
+
 Messages never contain API keys: callers pass text through
 :func:`ttftscope.config.redact.redact_text` where a key could appear (URLs, headers, server
 echoes).
@@ -26,6 +31,8 @@ echoes).
 from __future__ import annotations
 
 import copy
+import socket
+import ssl
 from enum import StrEnum
 from typing import Self
 
@@ -50,6 +57,68 @@ class FailureKind(StrEnum):
     BAD_RESPONSE = "bad_response"
     STREAM_ERROR = "stream_error"
     REQUEST_ERROR = "request_error"
+
+
+class TransportFailure(StrEnum):
+    """How an HTTP exchange failed below the HTTP status, in words no one client owns.
+
+    httpx's exceptions map onto it in ``client.httpx_faults``, aiohttp's in
+    ``bench.transport``, and the gateway's hop raises its ``HopError`` with one.
+
+    >>> TransportFailure("broken") is TransportFailure.BROKEN, str(TransportFailure.TLS)
+    (True, 'tls')
+    """
+
+    REFUSED = "refused"  # nothing listens at the address
+    DNS = "dns"  # the host name does not resolve
+    TLS = "tls"  # the TLS handshake or the certificate check failed
+    CONNECT = "connect"  # no connection, for another reason (no route, bad scheme, ...)
+    TIMEOUT = "timeout"  # no connection, or no next byte, within the time allowed
+    BROKEN = "broken"  # connected, but no whole answer: closed, reset, or not HTTP
+
+
+# first match wins, in the order failures were always told apart
+_OS_FAILURES: tuple[tuple[TransportFailure, type[BaseException]], ...] = (
+    (TransportFailure.TLS, ssl.SSLError),
+    (TransportFailure.DNS, socket.gaierror),
+    (TransportFailure.REFUSED, ConnectionRefusedError),
+)
+
+
+def os_failure(exc: BaseException) -> TransportFailure | None:
+    """What the operating system's error behind ``exc`` (its cause chain) says, if it names
+    one: refused, DNS or TLS. Every client wraps these in its own exceptions.
+
+    >>> err = RuntimeError("connect failed")
+    >>> err.__cause__ = ConnectionRefusedError(111, "Connection refused")
+    >>> os_failure(err), os_failure(TimeoutError())
+    (<TransportFailure.REFUSED: 'refused'>, None)
+    """
+    chain = cause_chain(exc)
+    for kind, types in _OS_FAILURES:
+        if any(isinstance(e, types) for e in chain):
+            return kind
+    return None
+
+
+def cause_chain(exc: BaseException) -> list[BaseException]:
+    """``exc`` and what it was raised from or while handling, outermost first.
+
+    >>> try:
+    ...     try:
+    ...         raise OSError("inner")
+    ...     except OSError as inner:
+    ...         raise RuntimeError("outer") from inner
+    ... except RuntimeError as outer:
+    ...     [type(e).__name__ for e in cause_chain(outer)]
+    ['RuntimeError', 'OSError']
+    """
+    chain: list[BaseException] = []
+    cur: BaseException | None = exc
+    while cur is not None and cur not in chain:
+        chain.append(cur)
+        cur = cur.__cause__ or cur.__context__
+    return chain
 
 
 # No HTTP exchange happened: these are ServerUnreachable, each kind with its own exit code.

@@ -5,9 +5,6 @@ from __future__ import annotations
 import asyncio
 import shutil
 import ssl
-import subprocess
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Literal
 
@@ -15,55 +12,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.rawserver import CHUNKED_HEAD, Scripted, chunk, scripted, self_signed, sized
+from ttftscope.errors import TransportFailure
 from ttftscope.gateway.hop import HopError, HopTimeouts, UpstreamPool
 
-Handler = Callable[["Scripted", asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 QUICK = HopTimeouts(connect_s=2.0, read_s=5.0)
 HEADERS = {"Content-Type": "application/json", "Authorization": "Bearer up-key"}
-
-
-class Scripted:
-    """A TCP server that runs ``handler`` per connection and remembers what it read."""
-
-    def __init__(self, handler: Handler) -> None:
-        self.handler = handler
-        self.connections = 0
-        self.heads: list[bytes] = []
-        self.closed = asyncio.Event()
-
-    async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.connections += 1
-        try:
-            await self.handler(self, reader, writer)
-        except (ConnectionError, asyncio.IncompleteReadError):
-            pass
-        finally:
-            writer.close()
-            self.closed.set()
-
-    async def request(self, reader: asyncio.StreamReader) -> bytes:
-        """Read one request (head and sized body); its head."""
-        head = await reader.readuntil(b"\r\n\r\n")
-        self.heads.append(head)
-        length = next(
-            int(line.split(b":")[1])
-            for line in head.split(b"\r\n")
-            if line.lower().startswith(b"content-length:")
-        )
-        await reader.readexactly(length)
-        return head
-
-
-@asynccontextmanager
-async def scripted(handler: Handler) -> AsyncIterator[tuple[Scripted, str]]:
-    srv = Scripted(handler)
-    server = await asyncio.start_server(srv.serve, "127.0.0.1", 0)
-    port = server.sockets[0].getsockname()[1]
-    try:
-        yield srv, f"http://127.0.0.1:{port}/v1"
-    finally:
-        server.close()
-        await server.wait_closed()
 
 
 async def fetch(base: str, times: int, method: Literal["GET", "POST"] = "POST") -> list[bytes]:
@@ -75,21 +29,6 @@ async def fetch(base: str, times: int, method: Literal["GET", "POST"] = "POST") 
         bodies.append(await answer.read())
     pool.close()
     return bodies
-
-
-def sized(body: bytes, status: str = "200 OK", extra: bytes = b"") -> bytes:
-    return (
-        b"HTTP/1.1 %s\r\nContent-Length: %d\r\n%s\r\n" % (status.encode(), len(body), extra) + body
-    )
-
-
-def chunk(data: bytes) -> bytes:
-    return b"%x\r\n%s\r\n" % (len(data), data)
-
-
-CHUNKED_HEAD = (
-    b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
-)
 
 
 @pytest.mark.asyncio
@@ -197,46 +136,55 @@ async def test_failures_say_how_the_exchange_failed() -> None:
         pool = UpstreamPool(base)
         with pytest.raises(HopError) as late:
             await pool.request("POST", pool.path("/x"), b"{}", HEADERS, short)
-        assert late.value.kind == "timeout" and "0.2 s" in str(late.value)
+        assert late.value.kind is TransportFailure.TIMEOUT and "0.2 s" in str(late.value)
     async with scripted(break_off) as (_, base):
         pool = UpstreamPool(base)
         answer = await pool.request("POST", pool.path("/x"), b"{}", HEADERS, QUICK)
         with pytest.raises(HopError) as broken:
             _ = [part async for part in answer.chunks()]
-        assert broken.value.kind == "broken"
+        assert broken.value.kind is TransportFailure.BROKEN
     async with scripted(garbage) as (_, base):
         pool = UpstreamPool(base)
         with pytest.raises(HopError) as bad:
             await pool.request("POST", pool.path("/x"), b"{}", HEADERS, QUICK)
-        assert bad.value.kind == "broken" and "invalid HTTP" in str(bad.value)
+        assert bad.value.kind is TransportFailure.BROKEN and "invalid HTTP" in str(bad.value)
     refused = UpstreamPool("http://127.0.0.1:9/v1")
     with pytest.raises(HopError) as gone:
         await refused.request("POST", refused.path("/x"), b"{}", HEADERS, QUICK)
-    assert gone.value.kind == "unreachable" and "ConnectionRefusedError" in str(gone.value)
+    assert gone.value.kind is TransportFailure.REFUSED and "ConnectionRefusedError" in str(
+        gone.value
+    )
     assert "127.0.0.1" not in str(gone.value)  # clients read it: no internal addresses
 
 
 @pytest.mark.asyncio
 async def test_a_slow_reader_holds_the_upstream_back_without_timing_out() -> None:
-    total = 48 << 20
-    done = asyncio.Event()
+    total, read_s = 48 << 20, 0.2
+    held_back, done = asyncio.Event(), asyncio.Event()
 
     async def handle(
         srv: Scripted, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> None:
         await srv.request(reader)
         writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % total)
+        high = writer.transport.get_write_buffer_limits()[1]
         for _ in range(total >> 20):
             writer.write(b"x" * (1 << 20))
+            if writer.transport.get_write_buffer_size() > high:
+                held_back.set()  # the drain below waits: the client stopped reading
             await writer.drain()
         done.set()
 
-    async with scripted(handle) as (_, base):
+    async with scripted(handle) as (srv, base):
         pool = UpstreamPool(base)
         answer = await pool.request(
-            "POST", pool.path("/x"), b"{}", HEADERS, HopTimeouts(connect_s=2, read_s=0.3)
+            "POST", pool.path("/x"), b"{}", HEADERS, HopTimeouts(connect_s=2, read_s=read_s)
         )
-        await asyncio.sleep(0.8)  # longer than the read timeout: the pause is ours
+        await held_back.wait()
+        # nothing arrives for three read timeouts: a hop that took its own pause for a
+        # silent upstream would give up and close the connection
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(srv.closed.wait(), 3 * read_s)
         assert not done.is_set()  # the server is held back, not buffered into memory
         assert len(await answer.read()) == total
         pool.close()
@@ -253,9 +201,9 @@ async def test_a_request_cancelled_while_waiting_closes_its_connection() -> None
     async with scripted(handle) as (srv, base):
         pool = UpstreamPool(base)
         task = asyncio.ensure_future(pool.request("POST", pool.path("/x"), b"{}", HEADERS, QUICK))
-        await asyncio.sleep(0.1)
+        await srv.got_request.wait()  # the request is out: the client waits for the answer
         task.cancel()
-        await asyncio.wait_for(srv.closed.wait(), 2)
+        await srv.closed.wait()
 
 
 def test_paths_and_addresses_come_from_the_base_url() -> None:
@@ -293,13 +241,7 @@ def test_any_chunking_gives_back_the_same_bytes(parts: list[bytes]) -> None:
 async def test_https_upstreams_are_verified_and_spoken_to_over_tls(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-         "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
-         "-keyout", str(key), "-out", str(cert)],
-        check=True, capture_output=True,
-    )  # fmt: skip
+    cert, key = self_signed(tmp_path)
     server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     server_ctx.load_cert_chain(cert, key)
 
@@ -315,7 +257,7 @@ async def test_https_upstreams_are_verified_and_spoken_to_over_tls(
         untrusted = UpstreamPool(base)  # a certificate nobody vouches for is refused
         with pytest.raises(HopError) as refused:
             await untrusted.request("GET", untrusted.path("/models"), b"", HEADERS, QUICK)
-        assert refused.value.kind == "unreachable" and "CERTIFICATE" in str(refused.value)
+        assert refused.value.kind is TransportFailure.TLS and "CERTIFICATE" in str(refused.value)
         monkeypatch.setenv("SSL_CERT_FILE", str(cert))
         trusted = UpstreamPool(base)
         answer = await trusted.request("GET", trusted.path("/models"), b"", HEADERS, QUICK)
@@ -337,7 +279,13 @@ async def test_a_read_cancelled_halfway_closes_its_connection() -> None:
     async with scripted(handle) as (srv, base):
         pool = UpstreamPool(base)
         answer = await pool.request("POST", pool.path("/x"), b"{}", HEADERS, QUICK)
-        task = asyncio.ensure_future(answer.read())
-        await asyncio.sleep(0.1)
+        reading = asyncio.Event()
+
+        async def read() -> bytes:
+            reading.set()
+            return await answer.read()  # waits, in this same step, for the other 90 bytes
+
+        task = asyncio.ensure_future(read())
+        await reading.wait()
         task.cancel()
-        await asyncio.wait_for(srv.closed.wait(), 2)
+        await srv.closed.wait()

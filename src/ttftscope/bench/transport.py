@@ -6,9 +6,8 @@ header models, cookie jar, redirect and auth layers, even above a fast transport
 ``vllm bench serve`` sends with aiohttp directly. So bench requests do too, and keep the
 shared parts: :class:`~ttftscope.client.stream.StreamRun` times the phases and builds the
 result, :func:`~ttftscope.client.events.fold_chunk` decodes the events, and
-:mod:`ttftscope.client.classify` names failures (aiohttp's errors are handed to it as the
-httpx errors httpx would raise, the original chained: it looks for
-``ConnectionRefusedError``, ``socket.gaierror``, ``ssl.SSLError`` in the chain).
+:mod:`ttftscope.client.classify` names failures: aiohttp's exceptions reach it as the neutral
+:class:`~ttftscope.errors.TransportFailure`, mapped once in :func:`aiohttp_fault`.
 
 Content chunks are stamped here as they arrive (``perf_counter_ns``), for inter-token
 latency. What httpx's traces gave and this does not: ``connect_ms`` and ``request_sent_ms``
@@ -23,42 +22,40 @@ from collections.abc import Mapping
 from types import TracebackType
 
 import aiohttp
-import httpx
 
 from ttftscope.bench.chunks import carries_content
 from ttftscope.client.apis import Api, api_headers
-from ttftscope.client.classify import classify_exception, classify_status, not_an_api
+from ttftscope.client.classify import (
+    TransportFault,
+    classify_status,
+    classify_transport,
+    not_an_api,
+)
 from ttftscope.client.events import fold_chunk, fold_end
 from ttftscope.client.sse import SSEDecoder
 from ttftscope.client.stream import StreamResult, StreamRun, request_headers
 from ttftscope.config.redact import header_secrets
+from ttftscope.errors import TransportFailure, os_failure
 
 _BODY_CAP = 65536  # bytes of an error body kept for its message, as the client keeps
 
 
-def as_httpx_error(exc: BaseException, *, sent: bool) -> BaseException:
-    """The httpx error httpx would raise for an aiohttp failure, ``exc`` chained to it.
+def aiohttp_fault(exc: BaseException) -> TransportFault:
+    """How an aiohttp request failed, in the vocabulary every client here shares.
 
-    ``sent``: the response had begun. Other ``OSError`` s are classified as they are.
+    aiohttp chains the operating system's error (refused, DNS, TLS) to its own; its timeouts
+    are ``TimeoutError`` s; what fails after connecting is an exchange that broke off.
 
-    >>> err = as_httpx_error(aiohttp.ServerTimeoutError("slow"), sent=True)
-    >>> type(err).__name__, type(err.__cause__).__name__
-    ('ReadTimeout', 'ServerTimeoutError')
+    >>> aiohttp_fault(aiohttp.ServerDisconnectedError()).failure
+    <TransportFailure.BROKEN: 'broken'>
     """
-    if not isinstance(exc, TimeoutError | aiohttp.ClientError):
-        return exc
-    message = str(exc) or type(exc).__name__
-    err: httpx.HTTPError
-    if isinstance(exc, aiohttp.ConnectionTimeoutError):
-        err = httpx.ConnectTimeout(message)
-    elif isinstance(exc, TimeoutError):
-        err = httpx.ReadTimeout(message)
-    elif isinstance(exc, aiohttp.ClientConnectorError) and not sent:
-        err = httpx.ConnectError(message)
+    if isinstance(exc, TimeoutError):
+        failure = TransportFailure.TIMEOUT
+    elif isinstance(exc, aiohttp.ClientConnectorError | aiohttp.InvalidURL):
+        failure = os_failure(exc) or TransportFailure.CONNECT
     else:
-        err = httpx.RemoteProtocolError(message)
-    err.__cause__ = exc
-    return err
+        failure = os_failure(exc) or TransportFailure.BROKEN
+    return TransportFault(failure, type(exc).__name__, str(exc) or type(exc).__name__)
 
 
 class StreamClient:
@@ -125,7 +122,7 @@ class StreamClient:
                 allow_redirects=False,
             )
         except (aiohttp.ClientError, OSError) as exc:
-            run.failure = classify_exception(as_httpx_error(exc, sent=False), url, timeout_s)
+            run.failure = classify_transport(aiohttp_fault(exc), url, timeout_s)
             return run.result(), stamps
         await _respond(resp, run, stamps, timeout_s)
         return run.result(), stamps
@@ -139,8 +136,8 @@ async def _respond(
         run.status = resp.status
         await _read(resp, run, stamps)
     except (aiohttp.ClientError, OSError) as exc:
-        err = as_httpx_error(exc, sent=True)
-        run.failure = classify_exception(err, run.url, timeout_s, mid_stream_events=run.events)
+        fault = aiohttp_fault(exc)
+        run.failure = classify_transport(fault, run.url, timeout_s, mid_stream_events=run.events)
     finally:
         if resp.content.at_eof():
             resp.release()  # read to the end: the connection goes back to the pool

@@ -1,6 +1,9 @@
 """Classify request failures: one place decides kind, message and hint for each.
 
-Used by :mod:`.stream` (streamed requests) and :mod:`.http_json` (JSON calls).
+Used by :mod:`.stream` (streamed requests), :mod:`.http_json` (JSON calls) and the bench's
+aiohttp transport. Failures below HTTP arrive in the neutral vocabulary
+(:class:`~ttftscope.errors.TransportFailure`, each HTTP stack mapping its own exceptions onto
+it once); HTTP statuses and answers that are not an API are read here.
 :func:`to_exception` maps a failure's :class:`~ttftscope.errors.FailureKind` to its exception.
 
 >>> f = classify_status(401, {}, b'{"error": {"message": "bad key"}}', "http://h/v1/models")
@@ -11,22 +14,21 @@ Used by :mod:`.stream` (streamed requests) and :mod:`.http_json` (JSON calls).
 from __future__ import annotations
 
 import json
-import socket
-import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass
-
-import httpx
+from urllib.parse import urlsplit
 
 from ttftscope import errors
-from ttftscope.errors import FailureKind
+from ttftscope.errors import FailureKind, TransportFailure
 from ttftscope.records import clean_text
 
 __all__ = [
     "JSON_ERRORS",
     "RequestFailure",
-    "classify_exception",
+    "TransportFault",
     "classify_status",
+    "classify_transport",
+    "failure_kind",
     "json_problem",
     "not_an_api",
     "server_text",
@@ -38,70 +40,105 @@ _HINT_BASE_URL = "base_url should end in /v1, e.g. http://127.0.0.1:8000/v1"
 
 @dataclass(frozen=True)
 class RequestFailure:
-    """A classified failure: its kind, a message that says what happened, and a hint."""
+    """A classified failure: its kind, a message that says what happened, and a hint;
+    ``transport`` how it failed below HTTP, if it did."""
 
     kind: FailureKind
     message: str
     hint: str | None = None
     status: int | None = None
     retry_after: str | None = None
+    transport: TransportFailure | None = None
 
 
-def _causes(exc: BaseException) -> list[BaseException]:
-    out: list[BaseException] = []
-    cur: BaseException | None = exc
-    while cur is not None and cur not in out:
-        out.append(cur)
-        cur = cur.__cause__ or cur.__context__
-    return out
+@dataclass(frozen=True)
+class TransportFault:
+    """A failure below HTTP: the neutral :class:`~ttftscope.errors.TransportFailure`, and the
+    transport's own words for it (its exception's name and message), for the message."""
+
+    failure: TransportFailure
+    error: str
+    text: str
 
 
-def classify_exception(
-    exc: BaseException, url: str, timeout_s: float, *, mid_stream_events: int | None = None
-) -> RequestFailure:
-    """Classify a transport exception from httpx (refused, DNS, TLS, timeout, dropped stream).
+# before the answer began: an exchange that broke off is as good as no connection
+_KINDS: dict[TransportFailure, FailureKind] = {
+    TransportFailure.REFUSED: FailureKind.CONNECTION_REFUSED,
+    TransportFailure.DNS: FailureKind.DNS_FAILURE,
+    TransportFailure.TLS: FailureKind.TLS_ERROR,
+    TransportFailure.CONNECT: FailureKind.CONNECT_ERROR,
+    TransportFailure.TIMEOUT: FailureKind.TIMEOUT,
+    TransportFailure.BROKEN: FailureKind.CONNECT_ERROR,
+}
 
-    >>> str(classify_exception(httpx.ConnectTimeout("x"), "http://h/v1", 5).kind)
-    'timeout'
+
+def failure_kind(failure: TransportFailure, *, mid_stream: bool = False) -> FailureKind:
+    """The kind a transport failure is recorded as; once the answer began, any failure but a
+    timeout is a broken stream.
+
+    >>> str(failure_kind(TransportFailure.BROKEN)), str(failure_kind(TransportFailure.BROKEN,
+    ...                                                          mid_stream=True))
+    ('connect_error', 'stream_error')
     """
-    chain = _causes(exc)
-    if any(isinstance(e, httpx.TimeoutException) for e in chain):
+    if mid_stream and failure is not TransportFailure.TIMEOUT:
+        return FailureKind.STREAM_ERROR
+    return _KINDS[failure]
+
+
+def classify_transport(
+    fault: TransportFault, url: str, timeout_s: float, *, mid_stream_events: int | None = None
+) -> RequestFailure:
+    """Classify a failure below HTTP (refused, DNS, TLS, timeout, dropped stream);
+    ``mid_stream_events`` (the events read so far) once the answer's headers were in.
+
+    >>> f = classify_transport(TransportFault(TransportFailure.TIMEOUT, "ReadTimeout", ""),
+    ...                        "http://h/v1", 5)
+    >>> str(f.kind), f.message
+    ('timeout', 'http://h/v1 sent nothing for 5 s before answering (ReadTimeout)')
+    """
+    failure = fault.failure
+    kind = failure_kind(failure, mid_stream=mid_stream_events is not None)
+    if kind is FailureKind.TIMEOUT:
         where = "before answering" if mid_stream_events is None else "mid-stream"
         return RequestFailure(
-            FailureKind.TIMEOUT,
-            f"{url} sent nothing for {timeout_s:g} s {where} ({type(exc).__name__})",
+            kind,
+            f"{url} sent nothing for {timeout_s:g} s {where} ({fault.error})",
             hint="raise api.timeout_seconds, or check that the server is not overloaded or stuck",
+            transport=failure,
         )
-    if mid_stream_events is not None:
+    if kind is FailureKind.STREAM_ERROR:
         return RequestFailure(
-            FailureKind.STREAM_ERROR,
-            f"the connection to {url} dropped mid-stream after {mid_stream_events} events: {exc}",
+            kind,
+            f"the connection to {url} dropped mid-stream after {mid_stream_events} events: "
+            f"{fault.text}",
             hint="the server may have crashed or a proxy cut the stream; check the server's log",
+            transport=failure,
         )
-    host = httpx.URL(url).host
-    if any(isinstance(e, ssl.SSLError) for e in chain):
-        return RequestFailure(
-            FailureKind.TLS_ERROR,
-            f"TLS handshake with {host} failed: {exc}",
-            hint="use http:// for a plain-HTTP server (vLLM serves plain HTTP by default), "
+    message, hint = _unreachable(kind, fault, url)
+    return RequestFailure(kind, message, hint=hint, transport=failure)
+
+
+def _unreachable(kind: FailureKind, fault: TransportFault, url: str) -> tuple[str, str]:
+    host = urlsplit(url).hostname or ""
+    if kind is FailureKind.TLS_ERROR:
+        return (
+            f"TLS handshake with {host} failed: {fault.text}",
+            "use http:// for a plain-HTTP server (vLLM serves plain HTTP by default), "
             "or fix the certificate",
         )
-    if any(isinstance(e, socket.gaierror) for e in chain):
-        return RequestFailure(
-            FailureKind.DNS_FAILURE,
-            f"cannot resolve host {host!r} in {url}: {exc}",
-            hint="check the host name in base_url",
+    if kind is FailureKind.DNS_FAILURE:
+        return (
+            f"cannot resolve host {host!r} in {url}: {fault.text}",
+            "check the host name in base_url",
         )
-    if any(isinstance(e, ConnectionRefusedError) for e in chain):
-        return RequestFailure(
-            FailureKind.CONNECTION_REFUSED,
+    if kind is FailureKind.CONNECTION_REFUSED:
+        return (
             f"connection refused by {url}",
-            hint="is a server listening at that address? check base_url",
+            "is a server listening at that address? check base_url",
         )
-    return RequestFailure(
-        FailureKind.CONNECT_ERROR,
-        f"cannot reach {url}: {type(exc).__name__}: {exc}",
-        hint="check base_url and that the server is reachable",
+    return (
+        f"cannot reach {url}: {fault.error}: {fault.text}",
+        "check base_url and that the server is reachable",
     )
 
 

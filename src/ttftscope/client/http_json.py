@@ -19,11 +19,12 @@ from ttftscope import errors
 from ttftscope.client.classify import (
     JSON_ERRORS,
     RequestFailure,
-    classify_exception,
     classify_status,
+    classify_transport,
     json_problem,
     to_exception,
 )
+from ttftscope.client.httpx_faults import httpx_fault
 from ttftscope.client.stream import request_headers
 from ttftscope.config.redact import header_secrets, redact_text
 from ttftscope.errors import FailureKind
@@ -69,7 +70,7 @@ async def _once(
             method, url, json=payload, headers=headers, timeout=httpx.Timeout(timeout_s)
         )
     except (httpx.HTTPError, OSError) as exc:
-        return classify_exception(exc, url, timeout_s)
+        return classify_transport(httpx_fault(exc), url, timeout_s)
     if resp.status_code != 200:
         return classify_status(resp.status_code, resp.headers, resp.content, url)
     return resp

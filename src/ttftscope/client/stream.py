@@ -30,15 +30,16 @@ from pydantic import BaseModel
 from ttftscope.client.apis import END_EVENTS
 from ttftscope.client.classify import (
     RequestFailure,
-    classify_exception,
     classify_status,
+    classify_transport,
     not_an_api,
     to_exception,
 )
 from ttftscope.client.events import EventFold, fold_chunk, fold_end
+from ttftscope.client.httpx_faults import httpx_fault
 from ttftscope.client.sse import SSEDecoder
 from ttftscope.config.redact import header_secrets, redact_text
-from ttftscope.errors import FailureKind
+from ttftscope.errors import FailureKind, TransportFailure
 
 __all__ = [
     "CompletionPath",
@@ -70,7 +71,8 @@ class PhaseTimes(BaseModel):
 
 
 class StreamResult(BaseModel):
-    """Outcome of one streamed request; ``ok=False`` results carry the classified failure.
+    """Outcome of one streamed request; ``ok=False`` results carry the classified failure,
+    and ``transport_failure`` how it failed below HTTP, when it did.
 
     >>> StreamResult(ok=True, phases=PhaseTimes(first_content_ms=41.7)).ttft_ms
     41.7
@@ -79,6 +81,7 @@ class StreamResult(BaseModel):
     ok: bool
     status: int | None = None
     error_kind: FailureKind | None = None
+    transport_failure: TransportFailure | None = None
     error: str | None = None
     error_hint: str | None = None
     retry_after: str | None = None
@@ -188,6 +191,7 @@ class StreamRun(EventFold):
             ok=f is None,
             status=self.status if f is None else f.status or self.status,
             error_kind=None if f is None else f.kind,
+            transport_failure=None if f is None else f.transport,
             error=None if f is None else redact_text(f.message, self.secrets),
             error_hint=None if f is None else f.hint,
             retry_after=None if f is None else f.retry_after,
@@ -249,7 +253,7 @@ async def stream_completion(
     try:
         response = await client.send(request, stream=True)
     except (httpx.HTTPError, OSError) as exc:
-        run.failure = classify_exception(exc, url, timeout_s)
+        run.failure = classify_transport(httpx_fault(exc), url, timeout_s)
         return run.result()
     try:
         run.stamp("headers", first=True)  # a transport without trace support still gets one
@@ -272,7 +276,8 @@ async def _read_response(response: httpx.Response, run: StreamRun, timeout_s: fl
         else:
             await _consume_stream(response, run)
     except (httpx.HTTPError, OSError) as exc:
-        run.failure = classify_exception(exc, run.url, timeout_s, mid_stream_events=run.events)
+        fault = httpx_fault(exc)
+        run.failure = classify_transport(fault, run.url, timeout_s, mid_stream_events=run.events)
 
 
 async def _read_capped(response: httpx.Response, limit: int = 65536) -> bytes:

@@ -17,10 +17,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ttftscope.client.classify import classify_exception, server_text
+from ttftscope.client.classify import failure_kind, server_text
 from ttftscope.config.redact import redact_text
 from ttftscope.doctor.instrument_calls import Call
-from ttftscope.errors import FailureKind
+from ttftscope.errors import FailureKind, TransportFailure, os_failure
 from ttftscope.metrics.engines import ServerBreakdown
 from ttftscope.records import ProbeRecord
 
@@ -43,14 +43,13 @@ def _ms(start: int, stamp: int | None) -> float | None:
     return None if stamp is None else (stamp - start) / 1e6
 
 
-def classify(exc: BaseException, *, url: str, secrets: Sequence[str]) -> Failure:
+def classify(exc: BaseException, *, secrets: Sequence[str]) -> Failure:
     """Map an exception the SDK raised onto a failure kind, with a message free of secrets.
 
     >>> import httpx2, openai
     >>> req = httpx2.Request("POST", "http://h/v1/chat/completions")
     >>> resp = httpx2.Response(429, headers={"retry-after": "3"}, request=req)
-    >>> f = classify(openai.RateLimitError("slow", response=resp, body=None), url="u",
-    ...              secrets=[])
+    >>> f = classify(openai.RateLimitError("slow", response=resp, body=None), secrets=[])
     >>> str(f.kind), f.status, f.retry_after
     ('rate_limited', 429, '3')
     """
@@ -60,7 +59,8 @@ def classify(exc: BaseException, *, url: str, secrets: Sequence[str]) -> Failure
     if isinstance(exc, openai.APITimeoutError):
         return Failure(FailureKind.TIMEOUT, message)
     if isinstance(exc, openai.APIConnectionError):
-        return Failure(classify_exception(exc, url, 0).kind, message)
+        # the SDK's own HTTP stack chains the operating system's error (refused, DNS, TLS)
+        return Failure(failure_kind(os_failure(exc) or TransportFailure.CONNECT), message)
     if isinstance(exc, openai.APIStatusError):
         status = exc.status_code
         retry = exc.response.headers.get("retry-after")
@@ -114,7 +114,7 @@ def client_record(
         ],
     )
     if call.error is not None:
-        fail = classify(call.error, url=url, secrets=secrets)
+        fail = classify(call.error, secrets=secrets)
         if call.mid_stream and fail.kind == FailureKind.REQUEST_ERROR:
             fail = Failure(FailureKind.STREAM_ERROR, fail.message)
         rec.error_kind, rec.error = fail.kind, fail.message

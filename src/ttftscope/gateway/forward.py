@@ -20,6 +20,7 @@ from collections.abc import AsyncIterator, Callable
 
 from starlette.responses import Response, StreamingResponse
 
+from ttftscope.errors import TransportFailure
 from ttftscope.gateway.apierrors import ErrorFormat, error_response, stream_error
 from ttftscope.gateway.hop import Answer, HopError
 from ttftscope.gateway.metrics import GatewayMetrics
@@ -51,7 +52,7 @@ async def forward(
     try:
         resp = await up.post(path, data)
     except HopError as exc:
-        if exc.kind == "timeout":
+        if exc.kind is TransportFailure.TIMEOUT:
             return error_response(fmt, 504, f"upstream {up.name!r} did not answer in time ({exc})")
         return error_response(fmt, 502, f"upstream {up.name!r} is unreachable ({exc})")
     metrics.upstream_ttfb.labels(up.name).observe(time.perf_counter() - t0)

@@ -10,8 +10,9 @@ rather than a general client. Measured against a trivial streaming upstream on t
 sized, or up to the close), a connect and a between-reads timeout, TLS for ``https``
 upstreams, and back-pressure (reading pauses while a slow client has not taken what came).
 
-Failures are one exception, :class:`HopError`, whose ``kind`` says what the client
-should hear: ``unreachable`` (502), ``timeout`` (504) or ``broken`` (the answer stopped).
+Failures are one exception, :class:`HopError`, whose ``kind`` is how the exchange failed in
+the vocabulary every client here shares (:class:`~ttftscope.errors.TransportFailure`): the
+gateway answers a ``timeout`` with 504, any other (refused, DNS, TLS, connect, broken) 502.
 
 >>> pool = UpstreamPool("http://127.0.0.1:8000/v1")
 >>> pool.path("/chat/completions"), pool.path("/tokenize", root=True)
@@ -32,7 +33,8 @@ from urllib.parse import urlsplit
 
 import httptools
 
-HopFailure = Literal["unreachable", "timeout", "broken"]
+from ttftscope.errors import TransportFailure, os_failure
+
 # a client slower than its stream: stop reading the upstream past this, go on below the low
 _HIGH_WATER = 1 << 20
 _LOW_WATER = 1 << 18
@@ -45,7 +47,7 @@ _MAX_IDLE = 256
 class HopError(Exception):
     """An upstream exchange failed: ``kind`` is how, the message says what happened."""
 
-    def __init__(self, kind: HopFailure, message: str) -> None:
+    def __init__(self, kind: TransportFailure, message: str) -> None:
         super().__init__(message)
         self.kind = kind
 
@@ -90,7 +92,7 @@ class _Connection(asyncio.Protocol):
         """Ready for a new exchange, with its between-reads timeout armed."""
         self._begin(read_s)
         if self.lost:  # closed between connecting and now: nothing will come
-            self.error = HopError("broken", "the upstream closed the connection")
+            self.error = HopError(TransportFailure.BROKEN, "the upstream closed the connection")
         self._timer = self._loop.call_at(self._last_read + read_s, self._check_timeout)
 
     # -- asyncio.Protocol -----------------------------------------------------------------
@@ -104,7 +106,7 @@ class _Connection(asyncio.Protocol):
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserError as exc:
-            self._fail(HopError("broken", f"the upstream sent invalid HTTP ({exc})"))
+            self._fail(HopError(TransportFailure.BROKEN, f"the upstream sent invalid HTTP ({exc})"))
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.lost = True
@@ -112,7 +114,9 @@ class _Connection(asyncio.Protocol):
             self.complete = True  # an answer that ends where the connection does
             self._wake()
         elif not self.complete:
-            self._fail(HopError("broken", "the upstream closed the connection mid-answer"))
+            self._fail(
+                HopError(TransportFailure.BROKEN, "the upstream closed the connection mid-answer")
+            )
         self._stop_timer()
 
     # -- httptools callbacks --------------------------------------------------------------
@@ -205,7 +209,9 @@ class _Connection(asyncio.Protocol):
         if due > now:
             self._timer = self._loop.call_at(due, self._check_timeout)
             return
-        self._fail(HopError("timeout", f"no data from the upstream for {self._read_s:g} s"))
+        self._fail(
+            HopError(TransportFailure.TIMEOUT, f"no data from the upstream for {self._read_s:g} s")
+        )
 
     def _stop_timer(self) -> None:
         if self._timer is not None:
@@ -294,7 +300,7 @@ class UpstreamPool:
                 await conn.head()
             except HopError as exc:
                 conn.close()
-                if reused and exc.kind == "broken" and not conn.got_bytes:
+                if reused and exc.kind is TransportFailure.BROKEN and not conn.got_bytes:
                     continue
                 raise
             except BaseException:
@@ -341,9 +347,12 @@ class UpstreamPool:
                     server_hostname=self.host if self.tls else None,
                 )
         except TimeoutError:
-            raise HopError("timeout", f"no connection within {timeout_s:g} s") from None
+            raise HopError(
+                TransportFailure.TIMEOUT, f"no connection within {timeout_s:g} s"
+            ) from None
         except OSError as exc:  # refused, no route, DNS, TLS handshake
-            raise HopError("unreachable", f"{type(exc).__name__}: {_reason(exc)}") from None
+            kind = os_failure(exc) or TransportFailure.CONNECT
+            raise HopError(kind, f"{type(exc).__name__}: {_reason(exc)}") from None
         return conn
 
     def _head(self, method: str, target: str, length: int, headers: Mapping[str, str]) -> bytes:
