@@ -38,7 +38,6 @@ from ttftscope.errors import (
 if TYPE_CHECKING:
     from ttftscope.bench.options import BenchOptions
     from ttftscope.bench.runner import BenchRun, run_bench
-    from ttftscope.bench.summary import BenchSummary
     from ttftscope.client.endpoint import Endpoint
     from ttftscope.client.ping import PingResult, list_models, ping
     from ttftscope.client.stream import PhaseTimes, StreamResult, encode_body, stream_completion
@@ -59,6 +58,7 @@ if TYPE_CHECKING:
         read_records,
         read_records_report,
     )
+    from ttftscope.results.summaries import BenchSummary
     from ttftscope.tokenization.chat import ChatRenderer, ChatSession
     from ttftscope.tokenization.incremental import EncoderStats, IncrementalEncoder
     from ttftscope.tokenization.loader import Tokenizer, load_tokenizer
@@ -69,7 +69,7 @@ __version__ = "0.1.0"
 _LAZY: dict[str, str] = {
     "BenchOptions": "bench.options",
     "BenchRun": "bench.runner",
-    "BenchSummary": "bench.summary",
+    "BenchSummary": "results.summaries",
     "run_bench": "bench.runner",
     "Endpoint": "client.endpoint",
     "PingResult": "client.ping",

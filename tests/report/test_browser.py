@@ -16,8 +16,8 @@ from tests.report import browser
 from tests.report.browser import open_report
 from tests.report.fixtures import write_mixed_dirs
 from ttftscope.report.html import write_report
-from ttftscope.report.results import load_runs
 from ttftscope.report.verdict import verdict
+from ttftscope.results.runs import load_runs
 
 PLOTS = ("ttft-cdf", "ttft-parts", "queue", "hit-rate", "tokenization")
 

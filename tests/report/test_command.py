@@ -8,7 +8,7 @@ from click.testing import CliRunner
 
 from tests.report.fixtures import BenchDir, Parts, bench_records, probe_records, write_probe_dir
 from ttftscope.cli.report import report
-from ttftscope.report.results import NoResults
+from ttftscope.results.runs import NoResults
 
 
 def test_report_writes_beside_the_first_directory_and_prints_the_verdict(tmp_path: Path) -> None:

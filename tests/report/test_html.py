@@ -11,8 +11,8 @@ import pytest
 from tests.report.fixtures import write_mixed_dirs
 from ttftscope.errors import ConfigError
 from ttftscope.report.html import render_html, write_report
-from ttftscope.report.results import load_runs
 from ttftscope.report.verdict import verdict
+from ttftscope.results.runs import load_runs
 
 # anything the browser would fetch: src/href attributes, CSS url() and @import
 _FETCHES = re.compile(r"""(?:\bsrc|\bhref)\s*=\s*["']?([^"'\s>]+)|url\(\s*["']?([^"')]+)|@import""")

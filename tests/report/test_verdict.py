@@ -15,8 +15,6 @@ from tests.report.fixtures import (
     queue_samples,
     write_probe_dir,
 )
-from ttftscope.report.parts import Breakdown, Part
-from ttftscope.report.results import load_runs
 from ttftscope.report.verdict import (
     Evidence,
     RunHealth,
@@ -24,6 +22,8 @@ from ttftscope.report.verdict import (
     part_findings,
     verdict,
 )
+from ttftscope.results.parts import Breakdown, Part
+from ttftscope.results.runs import load_runs
 
 
 def _evidence(

@@ -9,9 +9,9 @@ from rich.markup import escape
 
 from ttftscope.cli.console import make_console
 from ttftscope.cli.options import cli_state
-from ttftscope.report.results import load_runs
 from ttftscope.report.terminal import print_verdict
 from ttftscope.report.verdict import verdict
+from ttftscope.results.runs import load_runs
 
 __all__ = ["default_out", "report"]
 

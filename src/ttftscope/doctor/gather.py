@@ -18,7 +18,7 @@ from ttftscope.config.loader import LoadedSettings
 from ttftscope.doctor.server import GatewayFacts, ServerFacts, gateway_facts, server_facts
 from ttftscope.errors import TtftscopeError
 from ttftscope.metrics.scrape import ascrape
-from ttftscope.report.results import Run, load_runs
+from ttftscope.results.runs import Run, load_runs
 
 __all__ = ["Live", "Recorded", "gateway_metrics_url", "read_live", "read_recorded"]
 

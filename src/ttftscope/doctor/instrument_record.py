@@ -12,21 +12,20 @@ the exception object the call raised (the user got that same object).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from ttftscope.client.classify import classify_exception, server_text
 from ttftscope.config.redact import redact_text
+from ttftscope.decompose import add_server_view as server_view
+from ttftscope.decompose import seconds_ms
 from ttftscope.doctor.instrument_calls import Call
 from ttftscope.errors import FailureKind
 from ttftscope.metrics.engines import ServerBreakdown
 from ttftscope.records import ProbeRecord
 
 RUN_PREFIX = "instrument-"
-# Histogram sums come from the server's clock, ours from the client's: allow rounding noise.
-_TOLERANCE_MS = 1.0
 
 
 @dataclass(frozen=True)
@@ -156,10 +155,6 @@ def _fill_pace(rec: ProbeRecord) -> None:
         rec.tpot_ms = (rec.e2el_ms - rec.client_ttft_ms) / (n - 1)
 
 
-def _sec_ms(seconds: float | None) -> float | None:
-    return None if seconds is None or not math.isfinite(seconds) else seconds * 1000.0
-
-
 Attribution = Literal["all", "finish", "none"]
 
 
@@ -188,8 +183,8 @@ def attributable(bd: ServerBreakdown, *, next_started: bool = False) -> Attribut
 
 def add_finish_view(rec: ProbeRecord, bd: ServerBreakdown) -> None:
     """Queue and prefill only: the window also holds the start of the next call."""
-    rec.queue_ms = _sec_ms(bd.queue_s)
-    rec.prefill_ms = _sec_ms(bd.prefill_s)
+    rec.queue_ms = seconds_ms(bd.queue_s)
+    rec.prefill_ms = seconds_ms(bd.prefill_s)
     rec.checks = {"one_observation_each": False}
     rec.notes.append(
         "the next call started before the metrics scrape: queue and prefill (recorded "
@@ -198,24 +193,12 @@ def add_finish_view(rec: ProbeRecord, bd: ServerBreakdown) -> None:
 
 
 def add_server_view(rec: ProbeRecord, bd: ServerBreakdown, *, log_tokens: bool) -> None:
-    """Fill the server's side of one call from an attributable metrics window, then check."""
-    rec.server_ttft_ms = _sec_ms(bd.ttft_s)
-    rec.queue_ms = _sec_ms(bd.queue_s)
-    rec.prefill_ms = _sec_ms(bd.prefill_s)
-    rec.server_frontend_ms = _sec_ms(bd.frontend_s)
-    if rec.server_ttft_ms is not None and rec.wire_ttft_ms is not None:
-        rec.outside_server_ms = rec.wire_ttft_ms - rec.server_ttft_ms
-    rec.prefix_queries, rec.prefix_hits = bd.prefix_queries, bd.prefix_hits
-    rec.prefix_hit_rate, rec.computed_tokens = bd.prefix_hit_rate, bd.computed_tokens
+    """Fill the server's side of one call from an attributable metrics window, then check.
+
+    The parts and checks are the probe's (:func:`ttftscope.decompose.add_server_view`); a
+    call's usage may lack prompt tokens, which the window then supplies.
+    """
+    server_view(rec, bd)
     if log_tokens and rec.prompt_tokens is None and bd.prompt_tokens is not None:
         rec.prompt_tokens = round(bd.prompt_tokens)
         rec.notes.append("prompt_tokens from /metrics (the response carried no usage)")
-    checks: dict[str, bool] = {"one_observation_each": True}
-    if rec.server_ttft_ms is not None and rec.wire_ttft_ms is not None:
-        checks["server_ttft_le_client"] = rec.server_ttft_ms <= rec.wire_ttft_ms + _TOLERANCE_MS
-    if rec.queue_ms is not None and rec.prefill_ms is not None and rec.server_ttft_ms is not None:
-        checks["queue_prefill_le_server_ttft"] = (
-            rec.queue_ms + rec.prefill_ms <= rec.server_ttft_ms + _TOLERANCE_MS
-        )
-    rec.checks = checks
-    rec.notes.extend(bd.notes)

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from ttftscope.doctor.findings import Evidence, Finding
 from ttftscope.doctor.server import ServerFacts
 from ttftscope.errors import FailureKind
-from ttftscope.report.parts import hit_rate, latency_samples
-from ttftscope.report.results import Run
+from ttftscope.results.parts import hit_rate, latency_samples
+from ttftscope.results.runs import Run
 from ttftscope.stats import median, percentile
 
 __all__ = ["cache_findings", "queue_findings", "rate_limit_findings"]

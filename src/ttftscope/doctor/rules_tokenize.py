@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 from ttftscope.doctor.findings import Evidence, Finding
 from ttftscope.records import ProbeRecord
-from ttftscope.report.parts import hit_rate, latency_samples
-from ttftscope.report.results import Run
+from ttftscope.results.parts import hit_rate, latency_samples
+from ttftscope.results.runs import Run
 from ttftscope.stats import median
 
 __all__ = ["LineFit", "fit_line", "tokenization_findings"]

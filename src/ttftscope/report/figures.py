@@ -15,7 +15,8 @@ from typing import Any
 # plotly ships no type information; these two names are all the report uses of it
 import plotly.graph_objects as go  # type: ignore[import-untyped, unused-ignore]
 
-from ttftscope.report.parts import (
+from ttftscope.report.timeline import Timeline, hit_rate_timelines, queue_timelines
+from ttftscope.results.parts import (
     PART_LABELS,
     PARTS,
     Breakdown,
@@ -26,8 +27,7 @@ from ttftscope.report.parts import (
     split_series,
     summary_breakdown,
 )
-from ttftscope.report.results import Run
-from ttftscope.report.timeline import Timeline, hit_rate_timelines, queue_timelines
+from ttftscope.results.runs import Run
 
 PART_COLOURS = {
     "client_tokenize": "#8c6bb1",

@@ -19,9 +19,9 @@ import plotly.offline  # type: ignore[import-untyped, unused-ignore]
 from ttftscope.errors import ConfigError
 from ttftscope.records import ProbeRecord
 from ttftscope.report.figures import Plot, report_plots
-from ttftscope.report.parts import Buckets, hit_rate, split_series
-from ttftscope.report.results import Run
 from ttftscope.report.verdict import Finding, Verdict, ms
+from ttftscope.results.parts import Buckets, hit_rate, split_series
+from ttftscope.results.runs import Run
 from ttftscope.stats import percentile
 
 _CONFIG = {"displaylogo": False, "responsive": True}

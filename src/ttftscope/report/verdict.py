@@ -25,7 +25,8 @@ from typing import Literal
 
 from ttftscope.errors import FailureKind
 from ttftscope.records import ProbeRecord
-from ttftscope.report.parts import (
+from ttftscope.report.timeline import peak_waiting
+from ttftscope.results.parts import (
     PART_LABELS,
     Breakdown,
     Part,
@@ -36,8 +37,7 @@ from ttftscope.report.parts import (
     split_series,
     summary_breakdown,
 )
-from ttftscope.report.results import Run
-from ttftscope.report.timeline import peak_waiting
+from ttftscope.results.runs import Run
 from ttftscope.stats import median
 
 Level = Literal["ok", "info", "act", "warn"]

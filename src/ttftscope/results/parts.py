@@ -1,7 +1,7 @@
 """The parts of a TTFT, per request and as medians; series and context-size buckets.
 
 Per request the parts add up to the client's TTFT exactly (two of them are remainders, see
-``probe.decompose``): client tokenization, outside the server (serialization, network, HTTP,
+``ttftscope.decompose``): client tokenization, outside the server (serialization, network, HTTP,
 JSON), the server's front end (chat rendering, tokenization, IPC), queue, prefill. A share
 is a part's median over the median TTFT of the same requests, as the probe's table shows
 them; shares of medians need not add up to 100%.
@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ttftscope.records import ProbeRecord
-from ttftscope.report.inputs import BenchSummary
-from ttftscope.report.results import Run, RunKind
+from ttftscope.results.runs import Run, RunKind
+from ttftscope.results.summaries import BenchSummary
 from ttftscope.stats import median
 
 Stat = Literal["median", "mean"]
@@ -104,7 +104,7 @@ class Series:
 def split_series(run: Run) -> list[Series]:
     """One series per target or variant: a probe's chat paths first, then its A/B variants.
 
-    >>> from pathlib import Path; from ttftscope.report.results import RunPart
+    >>> from pathlib import Path; from ttftscope.results.runs import RunPart
     >>> recs = tuple(ProbeRecord(run_id="r", index=i, variant=v, phase="warm", ok=True)
     ...              for i, v in enumerate(("ids", "text", "chat")))
     >>> part = RunPart(kind="probe", key="r", label="p", source=Path("d"), records=recs)

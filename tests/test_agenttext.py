@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ttftscope.probe.workload import agent_turn, build_context, context_blocks
+from ttftscope.agenttext import agent_turn, build_context, context_blocks
 
 
 def test_same_seed_same_text_and_realistic_shapes() -> None:

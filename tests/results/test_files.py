@@ -4,13 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ttftscope.report.inputs import (
-    BenchSummary,
-    ProbeSummaryHead,
-    Sample,
-    parse_shard,
-    read_summary,
-)
+from ttftscope.results.files import Sample, read_summary
+from ttftscope.results.summaries import BenchSummary, ProbeSummaryHead, shard_position
 
 
 def test_bench_summary_keeps_vllm_bench_keys_and_drops_bad_values(tmp_path: Path) -> None:
@@ -26,7 +21,7 @@ def test_bench_summary_keeps_vllm_bench_keys_and_drops_bad_values(tmp_path: Path
     assert (summary.completed, summary.failed, summary.duration) == (98, 2, 31.5)
     assert summary.median_ttft_ms == 840.0
     assert summary.server_mean_queue_ms == 120.5 and summary.p99_ttft_ms is None
-    assert parse_shard(summary.shard) == (2, 4)
+    assert shard_position(summary.shard) == (2, 4)
 
 
 def test_unreadable_summaries_are_absent_not_fatal(tmp_path: Path) -> None:
@@ -37,7 +32,7 @@ def test_unreadable_summaries_are_absent_not_fatal(tmp_path: Path) -> None:
 
 
 def test_shard_positions_outside_one_to_n_are_no_position() -> None:
-    assert [parse_shard(v) for v in ("1/1", " 3 / 4 ", "0/2", "3/2", "a/b", 2)] == [
+    assert [shard_position(v) for v in ("1/1", " 3 / 4 ", "0/2", "3/2", "a/b", 2)] == [
         (1, 1),
         (3, 4),
         None,

@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.report.fixtures import Parts, bench_records, probe_records, record, write_probe_dir
-from ttftscope.report.inputs import BenchSummary
-from ttftscope.report.parts import (
+from ttftscope.results.parts import (
     Buckets,
     breakdown,
     hit_rate,
@@ -18,7 +17,8 @@ from ttftscope.report.parts import (
     split_series,
     summary_breakdown,
 )
-from ttftscope.report.results import load_runs
+from ttftscope.results.runs import load_runs
+from ttftscope.results.summaries import BenchSummary
 
 
 def test_group_medians_equal_the_probe_summary_written_beside_the_records(tmp_path: Path) -> None:

@@ -22,14 +22,8 @@ from typing import Literal
 
 from ttftscope.errors import ConfigError
 from ttftscope.records import ProbeRecord, read_records_report
-from ttftscope.report.inputs import (
-    BenchSummary,
-    ProbeSummaryHead,
-    Sample,
-    parse_shard,
-    read_jsonl,
-    read_summary,
-)
+from ttftscope.results.files import Sample, read_jsonl, read_summary
+from ttftscope.results.summaries import BenchSummary, ProbeSummaryHead, shard_position
 
 RunKind = Literal["probe", "bench"]
 BENCH_SUMMARY = "bench-summary.json"
@@ -113,7 +107,7 @@ def load_runs(paths: Sequence[Path]) -> list[Run]:
     >>> load_runs([Path("/nonexistent")])
     Traceback (most recent call last):
     ...
-    ttftscope.report.results.NoResults: /nonexistent does not exist
+    ttftscope.results.runs.NoResults: /nonexistent does not exist
       hint: pass directories that `ttftscope probe --result-dir` or ...
     """
     parts: list[RunPart] = []
@@ -205,7 +199,7 @@ def shard_tail(path: Path) -> tuple[str, tuple[int, int] | None]:
     match = _SHARD_TAIL.search(path.stem)
     if match is None:
         return "", None
-    return match[0], parse_shard(f"{match[1]}/{match[2]}")
+    return match[0], shard_position(f"{match[1]}/{match[2]}")
 
 
 # probe and instrument records, and request logs (bodies, not records)
@@ -257,7 +251,7 @@ def _bench_part(directory: Path, tail: str, files: _BenchFiles) -> RunPart | Non
     notes[:0] = _dropped_note(summary_path, dropped)
     name = directory.name + tail
     notes.extend(_missing_notes(name, summary, records, samples))
-    shard = parse_shard(summary.shard if summary else None)
+    shard = shard_position(summary.shard if summary else None)
     shard = shard or _common_shard(records) or shard_tail(summary_path)[1]
     bench_fields = any(r.target or r.session is not None or r.shard is not None for r in records)
     return RunPart(
@@ -292,7 +286,7 @@ def _missing_notes(
 
 
 def _common_shard(records: Iterable[ProbeRecord]) -> tuple[int, int] | None:
-    shards = {parse_shard(r.shard) for r in records} - {None}
+    shards = {shard_position(r.shard) for r in records} - {None}
     return shards.pop() if len(shards) == 1 else None
 
 

@@ -1,5 +1,7 @@
 """The files of a result directory, read leniently: request records, samples, summaries.
 
+The summaries' schemas are in :mod:`~ttftscope.results.summaries`.
+
 A report is often made from a run that was killed, from an older or newer writer, or from a
 directory someone edited, so nothing here fails on a torn line or an unknown key: a line that
 is no record is counted and skipped, a summary field of the wrong type is dropped and named.
@@ -13,7 +15,6 @@ session, turn, shard), a probe leaves them unset.
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import TypeVar
 
@@ -60,70 +61,6 @@ class Sample(BaseModel):
         return self.target or ", ".join(self.targets) or self.source or "server"
 
 
-class ProbeSummaryHead(BaseModel):
-    """The parts of a probe's ``.summary.json`` a report shows (the records hold the rest).
-
-    >>> ProbeSummaryHead.model_validate({"model": "m", "groups": []}).model
-    'm'
-    """
-
-    model_config = ConfigDict(extra="ignore")
-
-    run_id: str | None = None
-    model: str | None = None
-    base_url: str | None = None
-
-
-class TargetSummary(BaseModel):
-    """One target's figures in ``bench-summary.json`` (``targets.NAME``)."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    completed: int | None = None
-    failed: int | None = None
-    rate_limited: int | None = None
-    median_ttft_ms: float | None = None
-    peak_waiting: float | None = None
-
-
-class BenchSummary(BaseModel):
-    """``bench-summary.json``: ``vllm bench serve``'s flat keys plus the servers' figures.
-
-    Every field is optional: a report shows what a summary has and says what it lacks.
-    The ``server_mean_*`` parts are histogram sums over counts of the whole run.
-
-    >>> s = BenchSummary.model_validate({"completed": 10, "server_mean_queue_ms": 4.5})
-    >>> s.completed, s.server_mean_queue_ms, s.targets
-    (10, 4.5, {})
-    """
-
-    model_config = ConfigDict(extra="ignore")
-
-    run_id: str | None = None
-    label: str | None = None
-    seed: int | None = None
-    shard: str | None = None
-    model: str | None = None
-    completed: int | None = None
-    failed: int | None = None
-    rate_limited: int | None = None
-    contaminated: bool | None = None
-    duration: float | None = None
-    request_throughput: float | None = None
-    mean_ttft_ms: float | None = None
-    median_ttft_ms: float | None = None
-    p90_ttft_ms: float | None = None
-    p99_ttft_ms: float | None = None
-    server_mean_ttft_ms: float | None = None
-    server_mean_queue_ms: float | None = None
-    server_mean_prefill_ms: float | None = None
-    server_mean_frontend_ms: float | None = None
-    prefix_hit_rate: float | None = None
-    peak_waiting: float | None = None
-    mean_waiting: float | None = None
-    targets: dict[str, TargetSummary] = Field(default_factory=dict)
-
-
 def read_jsonl(path: Path, model: type[M]) -> tuple[list[M], tuple[int, ...]]:
     """Every line of ``path`` that is a valid ``model``, and the numbers of those that are not.
 
@@ -148,6 +85,7 @@ def read_summary(path: Path, model: type[M]) -> tuple[M | None, tuple[str, ...]]
     A missing or unparsable file gives ``None``; a key whose value has the wrong type is
     left out rather than losing the whole summary.
 
+    >>> from ttftscope.results.summaries import BenchSummary
     >>> import tempfile; p = Path(tempfile.mkdtemp()) / "bench-summary.json"
     >>> _ = p.write_text('{"completed": 5, "duration": "long", "new_key": [1]}')
     >>> s, dropped = read_summary(p, BenchSummary)
@@ -176,24 +114,6 @@ def read_summary(path: Path, model: type[M]) -> tuple[M | None, tuple[str, ...]]
                 return None, tuple(dropped)
             dropped.extend(sorted(bad))
             data = {k: v for k, v in data.items() if k not in bad}
-
-
-_SHARD = re.compile(r"\s*(\d+)\s*/\s*(\d+)\s*")
-
-
-def parse_shard(value: object) -> tuple[int, int] | None:
-    """``"I/N"`` as ``(I, N)`` when ``1 ≤ I ≤ N``; anything else has no shard position.
-
-    >>> parse_shard("2/4"), parse_shard("5/4"), parse_shard(3), parse_shard(None)
-    ((2, 4), None, None, None)
-    """
-    if not isinstance(value, str):
-        return None
-    match = _SHARD.fullmatch(value)
-    if match is None:
-        return None
-    index, count = int(match[1]), int(match[2])
-    return (index, count) if 1 <= index <= count else None
 
 
 def _unreadable(path: Path, exc: OSError) -> ConfigError:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from ttftscope.client.stream import PhaseTimes, StreamResult
+from ttftscope.decompose import RequestIdentity, add_server_view, client_record
 from ttftscope.metrics.engines import ServerBreakdown
-from ttftscope.probe.decompose import RequestIdentity, add_server_view, client_record
 from ttftscope.records import ProbeRecord
 
 

@@ -16,6 +16,7 @@ one observation (otherwise another client shared the server and the sample is ma
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from ttftscope.client.stream import StreamResult
@@ -26,8 +27,13 @@ from ttftscope.records import Phase, ProbeRecord, Variant
 _TOLERANCE_MS = 1.0
 
 
-def _ms(seconds: float | None) -> float | None:
-    return None if seconds is None else seconds * 1000.0
+def seconds_ms(seconds: float | None) -> float | None:
+    """A histogram's seconds in ms; a missing or non-finite value is no value.
+
+    >>> seconds_ms(0.25), seconds_ms(float("nan"))
+    (250.0, None)
+    """
+    return None if seconds is None or not math.isfinite(seconds) else seconds * 1000.0
 
 
 @dataclass(frozen=True)
@@ -90,12 +96,13 @@ def client_record(
 def add_server_view(rec: ProbeRecord, bd: ServerBreakdown) -> ProbeRecord:
     """Fill the fields derived from the server's metric deltas, then run the checks.
 
-    Returns the same record (see :func:`run_checks`).
+    Returns the same record (see :func:`run_checks`). The probe, bench and ``instrument``
+    all fill the server's view here, so their records agree on what the parts mean.
     """
-    rec.server_ttft_ms = _ms(bd.ttft_s)
-    rec.queue_ms = _ms(bd.queue_s)
-    rec.prefill_ms = _ms(bd.prefill_s)
-    rec.server_frontend_ms = _ms(bd.frontend_s)
+    rec.server_ttft_ms = seconds_ms(bd.ttft_s)
+    rec.queue_ms = seconds_ms(bd.queue_s)
+    rec.prefill_ms = seconds_ms(bd.prefill_s)
+    rec.server_frontend_ms = seconds_ms(bd.frontend_s)
     if rec.server_ttft_ms is not None and rec.wire_ttft_ms is not None:
         rec.outside_server_ms = rec.wire_ttft_ms - rec.server_ttft_ms
     rec.prefix_queries = bd.prefix_queries

@@ -15,8 +15,8 @@ from tests.report.fixtures import (
     queue_samples,
     write_probe_dir,
 )
-from ttftscope.report.parts import breakdown, split_series
-from ttftscope.report.results import NoResults, load_runs
+from ttftscope.results.parts import breakdown, split_series
+from ttftscope.results.runs import NoResults, load_runs
 
 
 def test_a_probe_directory_is_one_run_per_probe_file_with_its_model(tmp_path: Path) -> None:
