@@ -10,10 +10,10 @@ import pytest
 from tests.report.fixtures import BenchDir, Parts, failed, probe_records, record, write_probe_dir
 from ttftscope.config.loader import load_settings
 from ttftscope.doctor.diagnose import Inputs, diagnose
-from ttftscope.doctor.findings import Diagnosis
 from ttftscope.doctor.gather import Live, read_recorded
 from ttftscope.doctor.rules_tokenize import fit_line
 from ttftscope.doctor.server import ServerFacts
+from ttftscope.findings import Diagnosis
 from ttftscope.records import ProbeRecord, Variant
 
 

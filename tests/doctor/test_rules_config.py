@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ttftscope.config.loader import load_settings
-from ttftscope.doctor.findings import Finding
 from ttftscope.doctor.rules_config import ConfigContext, config_findings
+from ttftscope.findings import Finding
 
 
 def _findings(

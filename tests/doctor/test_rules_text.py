@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from ttftscope.doctor.findings import Finding
 from ttftscope.doctor.rules_text import TextEvidence, text_findings
 from ttftscope.doctor.server import GatewayFacts
+from ttftscope.findings import Finding
 from ttftscope.localserver.model import model_dir
 from ttftscope.tokenization.loader import Tokenizer, load_tokenizer
 

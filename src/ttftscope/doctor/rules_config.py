@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ttftscope.config.loader import LoadedSettings, Override
-from ttftscope.doctor.findings import Evidence, Finding
+from ttftscope.findings import Evidence, Finding
 
 __all__ = ["ConfigContext", "config_findings", "near_misses"]
 

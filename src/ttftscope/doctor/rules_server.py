@@ -1,27 +1,39 @@
-"""Findings from the server's side: queueing, rate limits, the prefix cache off or cold.
+"""Findings from the server's side: queueing, rate limits, a shared server, the prefix cache.
 
 Queueing is read from bench's ``/metrics`` samples (waiting and running over time), the
 records' queue times and the bench summary; rate limits from failed records and summaries;
-the prefix cache from ``vllm:cache_config_info`` and from hit rates on repeated prefixes.
+samples another client overlapped from the probe's own checks; the prefix cache from
+``vllm:cache_config_info``, from hit rates on repeated prefixes, and from prefill that
+dominates TTFT at a low hit rate (one series at a time: targets are never mixed).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ttftscope.doctor.findings import Evidence, Finding
 from ttftscope.doctor.server import ServerFacts
 from ttftscope.errors import FailureKind
-from ttftscope.results.parts import hit_rate, latency_samples
+from ttftscope.findings import Evidence, Finding
+from ttftscope.results.parts import (
+    breakdown,
+    hit_rate,
+    latency_samples,
+    series_scope,
+    split_series,
+)
 from ttftscope.results.runs import Run
 from ttftscope.stats import median, percentile
 
-__all__ = ["cache_findings", "queue_findings", "rate_limit_findings"]
+__all__ = ["cache_findings", "queue_findings", "rate_limit_findings", "shared_server_findings"]
 
 # waiting > 0 in this share of samples (or of requests) is a queue worth fixing
 MIN_WAITED_SHARE = 0.1
 MIN_QUEUE_SHARE = 0.1
 COLD_HIT_RATE = 0.1
+# prefill this large a share of a median TTFT at a hit rate this low: prompts are recomputed
+LOW_HIT_RATE = 0.5
+PREFILL_SHARE = 0.35
+FAST_MS = 50.0  # a median TTFT under this has nothing worth removing
 
 
 def _where(run: Run) -> str:
@@ -173,8 +185,41 @@ def _cold(run: Run, rate: float) -> Finding:
     )
 
 
+def _prefill_finding(run: Run) -> Finding | None:
+    """The first series whose prefill dominates TTFT while most of its prompt misses the cache."""
+    for series in split_series(run):
+        where, records = series_scope(series)
+        found, rate = breakdown(records), hit_rate(records)
+        share = None if found is None else found.share("prefill")
+        if found is None or rate is None or share is None or found.ttft_ms < FAST_MS:
+            continue
+        if rate >= LOW_HIT_RATE or share < PREFILL_SHARE:
+            continue
+        prefill = found.part("prefill") or 0.0
+        return Finding(
+            id="prefix-cache-off",
+            severity="warning",
+            title=f"prefill is {share:.0%} of TTFT at a {rate:.2f} prefix hit rate "
+            f"({series.name}{where}): most of each prompt is computed again",
+            evidence=[
+                Evidence(
+                    fact=f"median prefill {prefill:.0f} ms of {found.ttft_ms:.0f} ms median "
+                    f"TTFT over {found.n} requests; the cache held {rate:.2f} of their tokens",
+                    source=_where(run),
+                )
+            ],
+            remedy=(
+                "keep the prompt's start stable across turns (see dynamic-prefix) and send a "
+                "session to one replica, so each turn's prefix is already in the cache"
+            ),
+            saving_ms=None,
+        )
+    return None
+
+
 def cache_findings(runs: Sequence[Run], live: ServerFacts | None) -> list[Finding]:
-    """The cache switched off (live scrape), or cold on repeated prefixes (records)."""
+    """The cache switched off (live scrape), cold on repeated prefixes, or missed by prompts
+    whose prefill dominates TTFT (records)."""
     if live is not None and live.prefix_caching is False:
         return [_off(live)]
     out: list[Finding] = []
@@ -187,4 +232,38 @@ def cache_findings(runs: Sequence[Run], live: ServerFacts | None) -> list[Findin
         rate = hit_rate(warm)
         if rate is not None and rate < COLD_HIT_RATE:
             out.append(_cold(run, rate))
+        elif (missed := _prefill_finding(run)) is not None:
+            out.append(missed)
+    return out
+
+
+def shared_server_findings(runs: Sequence[Run]) -> list[Finding]:
+    """Probe samples another client's requests overlapped: left out of every figure.
+
+    A probe owns each histogram observation only on a server nobody else uses; it marks the
+    samples where that failed, and the rules do not judge them.
+    """
+    out: list[Finding] = []
+    for run in runs:
+        if run.kind != "probe":
+            continue
+        warm = [r for r in run.records if r.ok and r.phase == "warm"]
+        overlapped = sum(r.contaminated for r in warm)
+        if not overlapped:
+            continue
+        out.append(
+            Finding(
+                id="shared-server",
+                severity="info",
+                title=f"{overlapped} of {len(warm)} samples overlapped another client's requests",
+                evidence=[
+                    Evidence(
+                        fact=f"{overlapped} warm request(s) saw more than one observation per "
+                        "histogram between their two /metrics scrapes; they are left out",
+                        source=_where(run),
+                    )
+                ],
+                remedy="probe a server nobody else is using for exact per-request parts",
+            )
+        )
     return out

@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ttftscope.doctor.dynamic import common_prefix
-from ttftscope.doctor.findings import Evidence, Finding
 from ttftscope.doctor.prefix import PrefixDiff, pair_diffs
 from ttftscope.doctor.requestlog import (
     RequestLog,
@@ -24,6 +23,7 @@ from ttftscope.doctor.requestlog import (
 from ttftscope.doctor.server import GatewayFacts
 from ttftscope.doctor.textspeed import slow_path_facts
 from ttftscope.errors import TtftscopeError
+from ttftscope.findings import Evidence, Finding
 from ttftscope.tokenization.loader import Tokenizer
 
 __all__ = ["TextEvidence", "text_findings"]

@@ -8,6 +8,11 @@ the gateway, the difference is the saving, measured rather than estimated. The s
 end is a finding when it is a large share of TTFT, or when that measured saving is material
 in ms: on a slow or loaded machine prefill stretches TTFT and the share shrinks, while the
 milliseconds ids save stay.
+
+A series already sent through ttftscope's gateway whose front end still dominates points at
+the gateway (ids not sent, or passed through as text). A bench run has no per-request server
+parts; its summary's run-wide histogram means are judged instead, once for all the targets
+that share them (a per-target figure would blame one path for another's requests).
 """
 
 from __future__ import annotations
@@ -15,13 +20,25 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ttftscope.doctor.findings import Evidence, Finding
+from ttftscope.findings import Evidence, Finding
 from ttftscope.records import ProbeRecord
-from ttftscope.results.parts import hit_rate, latency_samples
+from ttftscope.results.parts import (
+    breakdown,
+    hit_rate,
+    latency_samples,
+    split_series,
+    summary_breakdown,
+)
 from ttftscope.results.runs import Run
 from ttftscope.stats import median
 
-__all__ = ["LineFit", "fit_line", "tokenization_findings"]
+__all__ = [
+    "LineFit",
+    "client_tokenization_findings",
+    "fit_line",
+    "server_tokenization_findings",
+    "tokenization_findings",
+]
 
 # A front end under this many ms at the largest context is not worth a gateway.
 MIN_FRONTEND_MS = 20.0
@@ -31,6 +48,18 @@ MIN_SHARE = 0.3
 MIN_SAVING_MS = 20.0
 # variants whose prompt the server renders and tokenizes itself
 _SERVER_TOKENIZES = ("chat", "text", "direct", "messages", "responses")
+_IDS_REMEDY = (
+    "send token ids so the server skips rendering and tokenizing: run "
+    "`ttftscope gateway --upstream URL --model-dir DIR` and point clients at it"
+)
+_GATEWAY_REMEDY = (
+    "check in the gateway's /metrics that it sends ids (ttftscope_gateway_upstream_api) and "
+    "why requests pass through as text (ttftscope_gateway_passthrough_total)"
+)
+
+
+def _via_gateway(name: str) -> bool:
+    return "gateway" in name
 
 
 @dataclass(frozen=True)
@@ -113,7 +142,8 @@ def _finding_for(run: Run, s: _Series, part: str, where: str) -> Finding | None:
     tokens = median(_tokens(r) for r in top) or 0.0
     if value is None or not ttft or value < MIN_FRONTEND_MS:
         return None
-    saving = _measured_saving(run, tokens)
+    gateway = part == "server_frontend_ms" and _via_gateway(s.name)
+    saving = None if gateway else _measured_saving(run, tokens)
     # a measured saving is what ids remove from the server's front end, not the client's
     measured = part == "server_frontend_ms" and saving is not None and saving[0] >= MIN_SAVING_MS
     if value / ttft < MIN_SHARE and not measured:
@@ -134,9 +164,10 @@ def _finding_for(run: Run, s: _Series, part: str, where: str) -> Finding | None:
     return Finding(
         id="tokenization-bound",
         severity="warning",
-        title=f"TTFT is {value / ttft:.0%} {where} ({s.name}) and grows with context",
+        title=f"TTFT is {value / ttft:.0%} {where}{' even through the gateway' * gateway} "
+        f"({s.name}) and grows with context",
         evidence=[Evidence(fact=f, source=source) for f in facts],
-        remedy=_remedy(part),
+        remedy=_GATEWAY_REMEDY if gateway else _remedy(part),
         saving_ms=round(saving[0], 1) if saving is not None and saving[0] > 0 else round(value, 1),
     )
 
@@ -147,28 +178,77 @@ def _remedy(part: str) -> str:
             "tokenize incrementally on the client (ttftscope.ChatSession / "
             "IncrementalEncoder) and send the ids, or let the gateway do it"
         )
-    return (
-        "send token ids so the server skips rendering and tokenizing: run "
-        "`ttftscope gateway --upstream URL --model-dir DIR` and point clients at it"
+    return _IDS_REMEDY
+
+
+def _histogram_finding(run: Run) -> Finding | None:
+    """A bench run without per-request server parts: its summaries' run-wide means."""
+    series = split_series(run)
+    if run.kind != "bench" or any(breakdown(list(s.records)) is not None for s in series):
+        return None
+    found = summary_breakdown(run.bench_summaries)
+    value = None if found is None else found.part("server_frontend")
+    if found is None or value is None or value < MIN_FRONTEND_MS:
+        return None
+    share = value / found.ttft_ms if found.ttft_ms > 0 else 0.0
+    if share < MIN_SHARE:
+        return None
+    names = [s.name for s in series] or ["the run"]
+    gateway = all(_via_gateway(n) for n in names)
+    return Finding(
+        id="tokenization-bound",
+        severity="warning",
+        title=f"TTFT is {share:.0%} server front end (rendering + tokenization) "
+        f"({' + '.join(names)}, run-wide server histograms)",
+        evidence=[
+            Evidence(
+                fact=f"server front end {value:.0f} ms of {found.ttft_ms:.0f} ms mean TTFT "
+                f"({share:.0%}) over {found.n} requests, from the servers' histograms",
+                source=", ".join(str(p) for p in run.sources),
+            )
+        ],
+        remedy=_GATEWAY_REMEDY if gateway else _IDS_REMEDY,
+        saving_ms=round(value, 1),
     )
 
 
+def server_tokenization_findings(run: Run) -> list[Finding]:
+    """The worst series the server tokenizes, and any sent through the gateway that still
+    dominates; a bench without per-request parts: its run-wide histograms."""
+    out: list[Finding] = []
+    series = _series(run)
+    server = [
+        f
+        for s in series
+        if s.name in _SERVER_TOKENIZES
+        and (f := _finding_for(run, s, "server_frontend_ms", "server-side tokenization"))
+    ]
+    if server:
+        out.append(max(server, key=lambda f: f.saving_ms or 0.0))
+    out += [
+        f
+        for s in series
+        if _via_gateway(s.name)
+        and (f := _finding_for(run, s, "server_frontend_ms", "server-side tokenization"))
+    ]
+    if (histograms := _histogram_finding(run)) is not None:
+        out.append(histograms)
+    return out
+
+
+def client_tokenization_findings(run: Run) -> list[Finding]:
+    """Series whose client-side tokenization dominates TTFT and grows with context."""
+    return [
+        f
+        for s in _series(run)
+        if (f := _finding_for(run, s, "tokenize_ms", "client-side tokenization"))
+    ]
+
+
 def tokenization_findings(runs: Sequence[Run]) -> list[Finding]:
-    """Per run: the worst server-tokenizing series, then client-side tokenization."""
+    """Per run: the server-side findings, then client-side tokenization."""
     out: list[Finding] = []
     for run in runs:
-        series = _series(run)
-        server = [
-            f
-            for s in series
-            if s.name in _SERVER_TOKENIZES
-            and (f := _finding_for(run, s, "server_frontend_ms", "server-side tokenization"))
-        ]
-        if server:
-            out.append(max(server, key=lambda f: f.saving_ms or 0.0))
-        out += [
-            f
-            for s in series
-            if (f := _finding_for(run, s, "tokenize_ms", "client-side tokenization"))
-        ]
+        out += server_tokenization_findings(run)
+        out += client_tokenization_findings(run)
     return out

@@ -1,8 +1,8 @@
 """The report's plots (plotly figures): TTFT CDFs, parts by context size, timelines, scatter.
 
-Every figure is built from the same series and breakdowns the verdict uses, so a plot and
-a sentence never disagree. A figure without data still renders, with a note saying what
-was missing, so the page keeps its shape for any result directory.
+Every figure is built from the same series and breakdowns (``results.parts``) the doctor's rules
+judge, so a plot and a finding never disagree. A figure without data still renders, with a note
+saying what was missing, so the page keeps its shape for any result directory.
 """
 
 from __future__ import annotations

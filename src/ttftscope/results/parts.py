@@ -268,7 +268,7 @@ def _kilo(n: int) -> str:
 
 
 def largest_bucket(records: Sequence[ProbeRecord]) -> tuple[str, list[ProbeRecord]]:
-    """The largest context size's label and requests (a probe's verdict is about it).
+    """The largest context size's label and requests (a probe is judged at it).
 
     >>> r = [ProbeRecord(run_id="r", index=i, variant="chat", phase="warm", ok=True,
     ...                    context_tokens_target=s) for i, s in enumerate((0, 8000, 8000))]
@@ -280,3 +280,23 @@ def largest_bucket(records: Sequence[ProbeRecord]) -> tuple[str, list[ProbeRecor
     buckets = Buckets.for_records(records)
     top = max(buckets.key(r) for r in records)
     return buckets.label(top), [r for r in records if buckets.key(r) == top]
+
+
+def series_scope(series: Series) -> tuple[str, list[ProbeRecord]]:
+    """What a judgement of ``series`` is about: a probe's largest context size, a bench's all.
+
+    Returns the words that say so (``" at 8,000 tokens"``, empty for a bench) and those
+    requests.
+
+    >>> from pathlib import Path; from ttftscope.results.runs import RunPart
+    >>> recs = tuple(ProbeRecord(run_id="r", index=i, variant="chat", phase="warm", ok=True,
+    ...                          context_tokens_target=s) for i, s in enumerate((0, 8000)))
+    >>> part = RunPart(kind="probe", key="r", label="p", source=Path("d"), records=recs)
+    >>> (s,) = split_series(Run(kind="probe", key="r", label="p", parts=(part,)))
+    >>> where, mine = series_scope(s); where, len(mine)
+    (' at 8,000 tokens', 1)
+    """
+    if series.run.kind == "probe":
+        label, records = largest_bucket(list(series.records))
+        return f" at {label}", records
+    return "", list(series.records)

@@ -3,6 +3,10 @@
 A finding is one diagnosis with the numbers behind it and where they came from, so a reader
 can check it; the remedy is a command or a setting, not advice. The exit code gates a
 pipeline: any warning or worse makes it non-zero.
+
+The doctor's rules are the only place findings are made; this model sits below the
+capabilities so that ``report`` can render a diagnosis (terminal and HTML page) that the
+CLI had the doctor make.
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ FindingId = Literal[
     "non-ascii-slow-path",
     "rate-limited",
     "prefix-cache-off",
+    "network-path",
+    "shared-server",
 ]
 _RANK: dict[Severity, int] = {"info": 0, "warning": 1, "critical": 2}
 
