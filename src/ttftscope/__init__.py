@@ -44,7 +44,6 @@ if TYPE_CHECKING:
     from ttftscope.config.loader import LoadedSettings, load_settings
     from ttftscope.config.redact import redact, redact_text
     from ttftscope.config.schema import Settings
-    from ttftscope.doctor.instrument import Instrumentation, instrument, instrumentation
     from ttftscope.doctor.prefix import PrefixDiff, diff_prompts
     from ttftscope.metrics.engines import ServerBreakdown, breakdown, queue_depth
     from ttftscope.metrics.prom import MetricsDelta, MetricsSnapshot, delta, parse
@@ -59,6 +58,7 @@ if TYPE_CHECKING:
         read_records_report,
     )
     from ttftscope.results.summaries import BenchSummary
+    from ttftscope.sdkinstrument.wrap import Instrumentation, instrument, instrumentation
     from ttftscope.tokenization.chat import ChatRenderer, ChatSession
     from ttftscope.tokenization.incremental import EncoderStats, IncrementalEncoder
     from ttftscope.tokenization.loader import Tokenizer, load_tokenizer
@@ -84,9 +84,9 @@ _LAZY: dict[str, str] = {
     "redact": "config.redact",
     "redact_text": "config.redact",
     "Settings": "config.schema",
-    "Instrumentation": "doctor.instrument",
-    "instrument": "doctor.instrument",
-    "instrumentation": "doctor.instrument",
+    "Instrumentation": "sdkinstrument.wrap",
+    "instrument": "sdkinstrument.wrap",
+    "instrumentation": "sdkinstrument.wrap",
     "PrefixDiff": "doctor.prefix",
     "diff_prompts": "doctor.prefix",
     "ServerBreakdown": "metrics.engines",

@@ -20,16 +20,16 @@ from pathlib import Path
 
 from ttftscope.config.loader import LoadedSettings
 from ttftscope.doctor.gather import Live, Recorded
-from ttftscope.doctor.rules_config import ConfigContext, config_findings
-from ttftscope.doctor.rules_path import network_findings
-from ttftscope.doctor.rules_server import (
+from ttftscope.doctor.rules.config import ConfigContext, config_findings
+from ttftscope.doctor.rules.path import network_findings
+from ttftscope.doctor.rules.server import (
     cache_findings,
     queue_findings,
     rate_limit_findings,
     shared_server_findings,
 )
-from ttftscope.doctor.rules_text import TextEvidence, text_findings
-from ttftscope.doctor.rules_tokenize import (
+from ttftscope.doctor.rules.text import TextEvidence, text_findings
+from ttftscope.doctor.rules.tokenize import (
     client_tokenization_findings,
     server_tokenization_findings,
 )

@@ -47,7 +47,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ttftscope.config.schema import Settings, derive_metrics_url, same_origin
-from ttftscope.doctor.instrument_calls import (
+from ttftscope.errors import TtftscopeError
+from ttftscope.records import ProbeRecord
+from ttftscope.sdkinstrument.calls import (
     Call,
     CallTracker,
     Endpoint,
@@ -55,10 +57,8 @@ from ttftscope.doctor.instrument_calls import (
     call_variant,
     patch_stream,
 )
-from ttftscope.doctor.instrument_record import RUN_PREFIX
-from ttftscope.doctor.instrument_worker import Worker, WorkerOptions, WorkerStats
-from ttftscope.errors import TtftscopeError
-from ttftscope.records import ProbeRecord
+from ttftscope.sdkinstrument.record import RUN_PREFIX
+from ttftscope.sdkinstrument.worker import Worker, WorkerOptions, WorkerStats
 from ttftscope.tokenization.loader import Tokenizer
 
 if TYPE_CHECKING:

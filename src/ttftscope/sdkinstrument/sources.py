@@ -17,11 +17,11 @@ from typing import Any
 
 import httpx
 
-from ttftscope.doctor.instrument_calls import Call
 from ttftscope.errors import MetricsError, TtftscopeError
 from ttftscope.metrics.engines import ServerBreakdown, breakdown
 from ttftscope.metrics.prom import MetricsSnapshot, delta
 from ttftscope.metrics.scrape import scrape
+from ttftscope.sdkinstrument.calls import Call
 from ttftscope.tokenization.chat import ChatRenderer
 from ttftscope.tokenization.loader import Tokenizer, load_tokenizer
 

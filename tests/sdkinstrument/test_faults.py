@@ -15,12 +15,12 @@ import pytest
 import tokenizers
 from openai import AsyncOpenAI, OpenAI
 
-from tests.doctor.instrument_server import FakeVllm
 from tests.faultserver import FaultServer
+from tests.sdkinstrument.fakevllm import FakeVllm
 from ttftscope import Settings, instrument, instrumentation
 from ttftscope.config.schema import ApiSettings, DebugSettings, TokenizerSettings
-from ttftscope.doctor import instrument_calls
 from ttftscope.records import ProbeRecord
+from ttftscope.sdkinstrument import calls as instrument_calls
 from ttftscope.tokenization.loader import Tokenizer
 
 KEY = "sk-instrument-test-0123456789"

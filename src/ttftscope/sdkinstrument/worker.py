@@ -1,8 +1,8 @@
 """The background side of ``instrument``: one daemon thread builds, enriches and writes records.
 
-The user's call only puts a finished :class:`~.instrument_calls.Call` on a queue. Here, in
+The user's call only puts a finished :class:`~.calls.Call` on a queue. Here, in
 order of the calls' ends: the client record is built; the ``/metrics`` window around the call
-(:mod:`.instrument_sources`) fills the server fields when it is attributable — the call
+(:mod:`.sources`) fills the server fields when it is attributable — the call
 overlapped no other call and every histogram advanced by exactly one observation (only queue
 and prefill when the next call had already started); client tokenization is timed when a
 tokenizer is configured; and the record is kept in memory and written. Nothing here raises
@@ -22,17 +22,17 @@ from typing import Any
 
 import orjson
 
-from ttftscope.doctor.instrument_calls import Call
-from ttftscope.doctor.instrument_record import (
+from ttftscope.errors import TtftscopeError
+from ttftscope.metrics.prom import MetricsSnapshot
+from ttftscope.records import ProbeRecord, RecordWriter
+from ttftscope.sdkinstrument.calls import Call
+from ttftscope.sdkinstrument.record import (
     add_finish_view,
     add_server_view,
     attributable,
     client_record,
 )
-from ttftscope.doctor.instrument_sources import ClientTokens, MetricsWindows, plain
-from ttftscope.errors import TtftscopeError
-from ttftscope.metrics.prom import MetricsSnapshot
-from ttftscope.records import ProbeRecord, RecordWriter
+from ttftscope.sdkinstrument.sources import ClientTokens, MetricsWindows, plain
 from ttftscope.tokenization.loader import Tokenizer
 
 log = logging.getLogger("ttftscope.instrument")

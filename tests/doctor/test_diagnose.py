@@ -11,7 +11,6 @@ from tests.report.fixtures import BenchDir, Parts, failed, probe_records, record
 from ttftscope.config.loader import load_settings
 from ttftscope.doctor.diagnose import Inputs, diagnose
 from ttftscope.doctor.gather import Live, read_recorded
-from ttftscope.doctor.rules_tokenize import fit_line
 from ttftscope.doctor.server import ServerFacts
 from ttftscope.findings import Diagnosis
 from ttftscope.records import ProbeRecord, Variant
@@ -75,12 +74,6 @@ def test_a_measured_text_vs_ids_saving_is_a_finding_whatever_its_share(tmp_path:
     write_probe_dir(tmp_path / "text", _slow_prefill_sweep(("text",)))
     d = _diagnose([tmp_path / "text"], tmp_path)
     assert "tokenization-bound" not in _ids(d)
-
-
-def test_line_fit() -> None:
-    fit = fit_line([1.0, 2.0, 3.0, 4.0], [3.0, 5.0, 7.0, 9.5])
-    assert fit is not None and 2.0 < fit.slope < 2.3 and fit.r2 > 0.99
-    assert fit_line([1.0, 1.0, 1.0], [1.0, 2.0, 3.0]) is None
 
 
 def _queued_bench(tmp: Path, waiting: float) -> Path:

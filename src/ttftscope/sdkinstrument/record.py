@@ -20,10 +20,10 @@ from ttftscope.client.classify import classify_exception, server_text
 from ttftscope.config.redact import redact_text
 from ttftscope.decompose import add_server_view as server_view
 from ttftscope.decompose import seconds_ms
-from ttftscope.doctor.instrument_calls import Call
 from ttftscope.errors import FailureKind
 from ttftscope.metrics.engines import ServerBreakdown
 from ttftscope.records import ProbeRecord
+from ttftscope.sdkinstrument.calls import Call
 
 RUN_PREFIX = "instrument-"
 

@@ -13,7 +13,7 @@ import openai
 import pytest
 from openai import AsyncOpenAI, OpenAI
 
-from tests.doctor.instrument_server import FakeVllm
+from tests.sdkinstrument.fakevllm import FakeVllm
 from ttftscope import Settings, instrument, instrumentation
 from ttftscope.config.schema import DebugSettings, ObservabilitySettings
 from ttftscope.records import ProbeRecord, read_records

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ttftscope.doctor.rules_text import TextEvidence, text_findings
+from ttftscope.doctor.rules.text import TextEvidence, text_findings
 from ttftscope.doctor.server import GatewayFacts
 from ttftscope.findings import Finding
 from ttftscope.localserver.model import model_dir

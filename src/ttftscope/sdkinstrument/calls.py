@@ -1,7 +1,7 @@
-"""What :func:`~ttftscope.doctor.instrument.instrument` does inside the user's call.
+"""What :func:`~ttftscope.sdkinstrument.wrap.instrument` does inside the user's call.
 
 Only timestamps and counters: a :class:`Call` is filled while the SDK works and handed to the
-background worker (:mod:`.instrument_worker`) when it ends. A stream keeps its own type and
+background worker (:mod:`.worker`) when it ends. A stream keeps its own type and
 identity: its chunk iterator (``Stream._iterator``, which ``__next__`` and ``__iter__`` read)
 is replaced by one that notes when chunks arrive, and its ``close`` by one that ends the call.
 Every line of ours that runs in the user's call is guarded; the SDK's own exceptions pass

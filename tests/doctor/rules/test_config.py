@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ttftscope.config.loader import load_settings
-from ttftscope.doctor.rules_config import ConfigContext, config_findings
+from ttftscope.doctor.rules.config import ConfigContext, config_findings
 from ttftscope.findings import Finding
 
 
