@@ -5,10 +5,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.report.fixtures import BenchDir, Parts, bench_records, failed, queue_samples
+from tests.report.fixtures import (
+    BenchDir,
+    Parts,
+    bench_records,
+    failed,
+    queue_samples,
+    record,
+    write_probe_dir,
+)
 from ttftscope.doctor.diagnose import diagnose_runs
 from ttftscope.findings import Finding
-from ttftscope.records import ProbeRecord
+from ttftscope.records import ProbeRecord, Variant
 from ttftscope.results.runs import load_runs
 
 _CLIENT_ONLY = {
@@ -41,6 +49,29 @@ def test_a_queueing_run_is_not_also_called_tokenization_bound(tmp_path: Path) ->
     assert [f.id for f in findings] == ["queueing"]
     assert "not a tokenization problem" in findings[0].remedy
     assert any("not judged as tokenization while requests queue" in n for n in notes)
+
+
+def test_a_measured_ids_saving_stands_beside_a_queue_that_no_longer_denies_it(
+    tmp_path: Path,
+) -> None:
+    # a sequential probe whose every request queued 10 ms, and text vs ids measured
+    variants: tuple[Variant, ...] = ("text", "ids") * 3
+    sweep = [(size, variant) for size in (2000, 16000, 32000) for variant in variants]
+    recs = [
+        record(
+            i,
+            Parts(frontend=2.0 if v == "ids" else 3.0 + size / 200, queue=10.0),
+            variant=v,
+            size=size,
+        )
+        for i, (size, v) in enumerate(sweep)
+    ]
+    write_probe_dir(tmp_path, recs)
+    findings, notes = _findings(tmp_path)
+    assert sorted(f.id for f in findings) == ["queueing", "tokenization-bound"]
+    (queue,) = [f for f in findings if f.id == "queueing"]
+    assert "not a tokenization problem" not in queue.remedy and queue.remedy.endswith("replicas.")
+    assert not any("not judged" in n for n in notes)
 
 
 def test_what_cannot_be_judged_is_a_note(tmp_path: Path) -> None:

@@ -3,7 +3,8 @@
 The only place advice is made: ``doctor`` prints it, ``report`` renders it beside its plots
 (the CLI composes the two). Advice must not contradict itself: while a run's requests queue,
 its server front end (which then holds waiting inside the API server too) is not called
-tokenization, since the queue's remedy says ids will not help.
+tokenization, since the queue's remedy says ids will not help; unless the run measured what
+ids save, and then the queue's remedy stops saying so.
 
 >>> from ttftscope.config.loader import load_settings
 >>> d = diagnose(Inputs(loaded=load_settings(env={}, cwd=Path("/nonexistent")),
@@ -23,6 +24,7 @@ from ttftscope.doctor.gather import Live, Recorded
 from ttftscope.doctor.rules.config import ConfigContext, config_findings
 from ttftscope.doctor.rules.path import network_findings
 from ttftscope.doctor.rules.server import (
+    NOT_TOKENIZATION,
     cache_findings,
     queue_findings,
     rate_limit_findings,
@@ -30,7 +32,9 @@ from ttftscope.doctor.rules.server import (
 )
 from ttftscope.doctor.rules.text import TextEvidence, text_findings
 from ttftscope.doctor.rules.tokenize import (
+    MIN_SAVING_MS,
     client_tokenization_findings,
+    measured_saving_ms,
     server_tokenization_findings,
 )
 from ttftscope.doctor.server import ServerFacts
@@ -79,6 +83,29 @@ def _run_notes(run: Run) -> list[str]:
     return []
 
 
+def _without_contradiction(run: Run, notes: list[str]) -> tuple[list[Finding], list[Finding]]:
+    """A run's queueing and server front-end findings, made to agree.
+
+    Under load the front end also holds waiting inside the API server, so beside a queue it
+    is not called tokenization, unless ids measurably saved TTFT in this run: then both
+    stand, and the queue's remedy no longer says ids will not help.
+    """
+    queued = queue_findings([run])
+    front = server_tokenization_findings(run)
+    if not (queued and front):
+        return queued, front
+    if (measured_saving_ms(run) or 0.0) >= MIN_SAVING_MS:
+        return [
+            q.model_copy(update={"remedy": q.remedy.removesuffix(NOT_TOKENIZATION) + "."})
+            for q in queued
+        ], front
+    notes.append(
+        f"{run.label}: the server front end is not judged as tokenization while requests "
+        "queue (under load it holds waiting inside the API server too)"
+    )
+    return queued, []
+
+
 def diagnose_runs(
     runs: Sequence[Run], server: ServerFacts | None = None
 ) -> tuple[list[Finding], list[str]]:
@@ -90,14 +117,7 @@ def diagnose_runs(
     findings: list[Finding] = []
     notes: list[str] = []
     for run in runs:
-        queued = queue_findings([run])
-        front = server_tokenization_findings(run)
-        if queued and front:
-            notes.append(
-                f"{run.label}: the server front end is not judged as tokenization while "
-                "requests queue (under load it holds waiting inside the API server too)"
-            )
-            front = []
+        queued, front = _without_contradiction(run, notes)
         findings += [*front, *client_tokenization_findings(run), *queued]
         notes += _run_notes(run)
     findings += [

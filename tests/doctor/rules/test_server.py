@@ -40,3 +40,10 @@ def test_samples_another_client_overlapped_are_said_to_be_left_out(tmp_path: Pat
     write_probe_dir(tmp_path, recs)
     (f,) = _of(_shared(tmp_path), "shared-server")
     assert f.severity == "info" and f.title == "1 of 3 samples overlapped another client's requests"
+
+
+def test_a_short_prompts_low_hit_rate_is_expected_not_a_finding(tmp_path: Path) -> None:
+    # 500 prompt tokens: the fresh turn is most of the prompt, so most of it misses the cache
+    recs = [record(i, Parts(frontend=5.0, prefill=200.0, hit_rate=0.3), size=0) for i in range(5)]
+    write_probe_dir(tmp_path, recs)
+    assert not _of(_cache(tmp_path), "prefix-cache-off")

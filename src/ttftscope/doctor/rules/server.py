@@ -24,12 +24,19 @@ from ttftscope.results.parts import (
 from ttftscope.results.runs import Run
 from ttftscope.stats import median, percentile
 
-__all__ = ["cache_findings", "queue_findings", "rate_limit_findings", "shared_server_findings"]
+__all__ = [
+    "NOT_TOKENIZATION",
+    "cache_findings",
+    "queue_findings",
+    "rate_limit_findings",
+    "shared_server_findings",
+]
 
 # waiting > 0 in this share of samples (or of requests) is a queue worth fixing
 MIN_WAITED_SHARE = 0.1
 MIN_QUEUE_SHARE = 0.1
 COLD_HIT_RATE = 0.1
+NOT_TOKENIZATION = ". This is not a tokenization problem: sending token ids will not fix it"
 # prefill this large a share of a median TTFT at a hit rate this low: prompts are recomputed
 LOW_HIT_RATE = 0.5
 PREFILL_SHARE = 0.35
@@ -85,7 +92,7 @@ def _queue_remedy(run: Run) -> str:
         if peak
         else "raise vLLM's --max-num-seqs (if KV cache usage has room) or add replicas"
     )
-    return seqs + ". This is not a tokenization problem: sending token ids will not fix it"
+    return seqs + NOT_TOKENIZATION
 
 
 def queue_findings(runs: Sequence[Run]) -> list[Finding]:
@@ -188,7 +195,9 @@ def _cold(run: Run, rate: float) -> Finding:
 def _prefill_finding(run: Run) -> Finding | None:
     """The first series whose prefill dominates TTFT while most of its prompt misses the cache."""
     for series in split_series(run):
-        where, records = series_scope(series)
+        where, scoped = series_scope(series)
+        # a short prompt's fresh turn is most of it: a low hit rate there is expected
+        records = [r for r in scoped if (r.prompt_tokens or r.context_tokens_target or 0) >= 1000]
         found, rate = breakdown(records), hit_rate(records)
         share = None if found is None else found.share("prefill")
         if found is None or rate is None or share is None or found.ttft_ms < FAST_MS:

@@ -33,9 +33,11 @@ from ttftscope.results.runs import Run
 from ttftscope.stats import median
 
 __all__ = [
+    "MIN_SAVING_MS",
     "LineFit",
     "client_tokenization_findings",
     "fit_line",
+    "measured_saving_ms",
     "server_tokenization_findings",
     "tokenization_findings",
 ]
@@ -133,6 +135,16 @@ def _measured_saving(run: Run, tokens: float) -> tuple[float, str] | None:
         if a is not None and b is not None:
             return a - b, f"median TTFT {slow} {a:.0f} ms vs {fast} {b:.0f} ms at ~{tokens:,.0f}"
     return None
+
+
+def measured_saving_ms(run: Run) -> float | None:
+    """The TTFT ids (or the gateway) measurably saved in ``run``, where both paths ran.
+
+    >>> measured_saving_ms(Run(kind="probe", key="k", label="p", parts=())) is None
+    True
+    """
+    found = _measured_saving(run, 0.0)
+    return None if found is None else found[0]
 
 
 def _finding_for(run: Run, s: _Series, part: str, where: str) -> Finding | None:
