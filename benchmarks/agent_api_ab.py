@@ -44,6 +44,7 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gateway_ab import gateway_process, ratio_ci
 
+from ttftscope.agenttext import build_context
 from ttftscope.bench.traces import SYSTEM_PROMPT_TOKENS, TRACE_APPENDS
 from ttftscope.gateway.forward import token_event
 from ttftscope.gateway.vllm_chat import prepare_chat
@@ -51,7 +52,6 @@ from ttftscope.gateway.vllm_messages import messages_to_chat
 from ttftscope.gateway.vllm_responses import prepare_responses
 from ttftscope.localserver.model import model_dir
 from ttftscope.localserver.process import running_server
-from ttftscope.probe.workload import build_context
 from ttftscope.tokenization.chat import ChatRenderer
 from ttftscope.tokenization.loader import Tokenizer, load_tokenizer
 

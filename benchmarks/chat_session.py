@@ -17,7 +17,7 @@ from typing import Any
 
 from incremental_append import arg_parser, figures, resolve_tokenizer
 
-from ttftscope.probe.workload import agent_turn, build_context
+from ttftscope.agenttext import agent_turn, build_context
 from ttftscope.tokenization.chat import ChatSession
 from ttftscope.tokenization.loader import load_tokenizer
 from ttftscope.tokenization.textscan import common_prefix_len

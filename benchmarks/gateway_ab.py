@@ -49,11 +49,11 @@ from typing import Any
 
 import httpx
 
+from ttftscope.agenttext import agent_turn, build_context
 from ttftscope.client.stream import CompletionPath, stream_completion
 from ttftscope.gateway.vllm_chat import prepare_chat
 from ttftscope.localserver.model import model_dir
 from ttftscope.localserver.process import running_server
-from ttftscope.probe.workload import agent_turn, build_context
 from ttftscope.tokenization.chat import ChatRenderer
 from ttftscope.tokenization.loader import Tokenizer, load_tokenizer
 

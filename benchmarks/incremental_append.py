@@ -17,7 +17,7 @@ import statistics
 import time
 from pathlib import Path
 
-from ttftscope.probe.workload import agent_turn, build_context
+from ttftscope.agenttext import agent_turn, build_context
 from ttftscope.tokenization.fixtures import FAMILIES, build_fixture
 from ttftscope.tokenization.incremental import IncrementalEncoder
 from ttftscope.tokenization.loader import load_tokenizer

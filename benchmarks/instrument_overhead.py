@@ -35,7 +35,7 @@ from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from ttftscope import Instrumentation, Settings, instrument, instrumentation
 from ttftscope.config.schema import DebugSettings
-from ttftscope.doctor.instrument import _wrap  # the very wrapper instrument() installs
+from ttftscope.sdkinstrument.wrap import _wrap  # the very wrapper instrument() installs
 
 _MESSAGES = [{"role": "user", "content": "hi"}]
 _FULL = {

@@ -38,6 +38,7 @@ import trivial_upstream
 import uvloop
 from trivial_upstream import started
 
+from ttftscope.agenttext import agent_turn
 from ttftscope.bench.options import BenchOptions, ContextSizes, TargetSpec
 from ttftscope.bench.runner import run_bench
 from ttftscope.bench.traces import AppendShape
@@ -46,7 +47,6 @@ from ttftscope.localserver.install import vllm_home
 from ttftscope.localserver.model import model_dir
 from ttftscope.localserver.process import running_server
 from ttftscope.localserver.vllm_bench import vllm_bench_command
-from ttftscope.probe.workload import agent_turn
 
 MODEL = "trivial"
 

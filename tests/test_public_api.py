@@ -55,3 +55,17 @@ def test_import_is_lazy() -> None:
     code = f"import sys, ttftscope; print(sorted(m for m in {heavy} if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_no_subpackage_shadows_a_public_name() -> None:
+    # importing ttftscope.X sets the attribute X on the package: a subpackage named like a
+    # public function (instrument) would replace it for every later caller
+    code = (
+        "import pkgutil, importlib, ttftscope\n"
+        "for m in pkgutil.iter_modules(ttftscope.__path__):\n"
+        "    if m.name != 'cli': importlib.import_module('ttftscope.' + m.name)\n"
+        "print(sorted(n for n in ttftscope.__all__ if type(getattr(ttftscope, n)).__name__ "
+        "== 'module'))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -39,14 +39,12 @@ from ttftscope.errors import (
 if TYPE_CHECKING:
     from ttftscope.bench.options import BenchOptions
     from ttftscope.bench.runner import BenchRun, run_bench
-    from ttftscope.bench.summary import BenchSummary
     from ttftscope.client.endpoint import Endpoint
     from ttftscope.client.ping import PingResult, list_models, ping
     from ttftscope.client.stream import PhaseTimes, StreamResult, encode_body, stream_completion
     from ttftscope.config.loader import LoadedSettings, load_settings
     from ttftscope.config.redact import redact, redact_text
     from ttftscope.config.schema import Settings
-    from ttftscope.doctor.instrument import Instrumentation, instrument, instrumentation
     from ttftscope.doctor.prefix import PrefixDiff, diff_prompts
     from ttftscope.metrics.engines import ServerBreakdown, breakdown, queue_depth
     from ttftscope.metrics.prom import MetricsDelta, MetricsSnapshot, delta, parse
@@ -60,6 +58,8 @@ if TYPE_CHECKING:
         read_records,
         read_records_report,
     )
+    from ttftscope.results.summaries import BenchSummary
+    from ttftscope.sdkinstrument.wrap import Instrumentation, instrument, instrumentation
     from ttftscope.tokenization.chat import ChatRenderer, ChatSession
     from ttftscope.tokenization.incremental import EncoderStats, IncrementalEncoder
     from ttftscope.tokenization.loader import Tokenizer, load_tokenizer
@@ -70,7 +70,7 @@ __version__ = "0.1.0"
 _LAZY: dict[str, str] = {
     "BenchOptions": "bench.options",
     "BenchRun": "bench.runner",
-    "BenchSummary": "bench.summary",
+    "BenchSummary": "results.summaries",
     "run_bench": "bench.runner",
     "Endpoint": "client.endpoint",
     "PingResult": "client.ping",
@@ -85,9 +85,9 @@ _LAZY: dict[str, str] = {
     "redact": "config.redact",
     "redact_text": "config.redact",
     "Settings": "config.schema",
-    "Instrumentation": "doctor.instrument",
-    "instrument": "doctor.instrument",
-    "instrumentation": "doctor.instrument",
+    "Instrumentation": "sdkinstrument.wrap",
+    "instrument": "sdkinstrument.wrap",
+    "instrumentation": "sdkinstrument.wrap",
     "PrefixDiff": "doctor.prefix",
     "diff_prompts": "doctor.prefix",
     "ServerBreakdown": "metrics.engines",

@@ -67,3 +67,15 @@ def test_live_stats_ignore_warmups_and_failures_in_latency() -> None:
     stats.add(ProbeRecord(**base, phase="warm", ok=True, client_ttft_ms=40.0))  # type: ignore[arg-type]
     assert (stats.completed, stats.failed, stats.rate_limited) == (1, 1, 1)
     assert stats.ttft_percentile(99) == 40.0 and "(429: 1)" in stats.line()
+
+
+def test_live_percentiles_are_the_summarys_linear_ones() -> None:
+    stats = LiveStats(total=4)
+    for ms in (40.0, 10.0, 30.0, 20.0):
+        stats.add(
+            ProbeRecord(
+                run_id="r", index=0, variant="chat", phase="warm", ok=True, client_ttft_ms=ms
+            )
+        )
+    # linear interpolation between ranks, as bench-summary.json's median and p99
+    assert (stats.ttft_percentile(50), stats.ttft_percentile(99)) == (25.0, 39.7)

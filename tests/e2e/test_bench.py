@@ -19,13 +19,13 @@ import pytest
 from ttftscope.bench.options import BenchOptions, TargetSpec
 from ttftscope.bench.runner import BenchRun, run_bench
 from ttftscope.bench.sampler import Sample
-from ttftscope.bench.summary import BenchSummary
 from ttftscope.client.endpoint import Endpoint
 from ttftscope.config.schema import GatewaySettings, UpstreamSettings, derive_metrics_url
 from ttftscope.gateway.serve import BackgroundGateway
 from ttftscope.localserver.model import model_dir
 from ttftscope.localserver.state import LocalServer
 from ttftscope.records import read_records_report
+from ttftscope.results.summaries import BenchSummary
 
 pytestmark = pytest.mark.e2e
 
@@ -74,7 +74,7 @@ def test_a_bench_direct_and_through_the_gateway_completes(bench_run: BenchRun) -
 
 
 def test_the_summary_and_the_records_validate(bench_run: BenchRun) -> None:
-    BenchSummary.model_validate(json.loads(bench_run.files.summary.read_text()))
+    BenchSummary.validate_written(json.loads(bench_run.files.summary.read_text()))
     got = read_records_report(bench_run.files.records)
     assert got.skipped == 0 and len(got.records) == PROMPTS + 2  # one warmup per target
     measured = [r for r in got.records if r.phase != "warmup"]

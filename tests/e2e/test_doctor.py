@@ -23,6 +23,7 @@ from openai import OpenAI
 
 from tests.faultserver import FaultServer
 from ttftscope import Settings, instrument, instrumentation
+from ttftscope.agenttext import build_context
 from ttftscope.bench.options import BenchOptions, TargetSpec
 from ttftscope.bench.runner import run_bench
 from ttftscope.cli import cli
@@ -30,7 +31,6 @@ from ttftscope.client.endpoint import Endpoint
 from ttftscope.config.schema import ObservabilitySettings, derive_metrics_url
 from ttftscope.localserver.model import model_dir
 from ttftscope.localserver.state import LocalServer
-from ttftscope.probe.workload import build_context
 from ttftscope.tokenization.loader import Tokenizer, load_tokenizer
 
 pytestmark = pytest.mark.e2e

@@ -17,12 +17,12 @@ import pytest
 
 from tests.faultserver import FaultServer
 from tests.gateway.gatewayserver import GatewayServer
+from ttftscope.agenttext import agent_turn
 from ttftscope.config.schema import GatewaySettings, UpstreamSettings
 from ttftscope.localserver.install import vllm_home
 from ttftscope.localserver.model import model_dir
 from ttftscope.localserver.state import LocalServer
 from ttftscope.localserver.vllm_bench import vllm_bench_command
-from ttftscope.probe.workload import agent_turn
 
 pytestmark = pytest.mark.e2e
 

@@ -6,8 +6,8 @@ import asyncio
 
 import orjson
 
+from ttftscope.agenttext import agent_turn, build_context
 from ttftscope.gateway.sessions import Encoded, SessionCache
-from ttftscope.probe.workload import agent_turn, build_context
 from ttftscope.tokenization.loader import Tokenizer
 
 SYSTEM = "<|im_start|>system\nYou are a coding agent.\n" + "shared tool definitions. " * 40

@@ -15,11 +15,18 @@ import pytest
 from tests.report import browser
 from tests.report.browser import open_report
 from tests.report.fixtures import write_mixed_dirs
+from ttftscope.doctor.diagnose import diagnose_runs
+from ttftscope.findings import Diagnosis
 from ttftscope.report.html import write_report
-from ttftscope.report.results import load_runs
-from ttftscope.report.verdict import verdict
+from ttftscope.results.runs import Run, load_runs
 
 PLOTS = ("ttft-cdf", "ttft-parts", "queue", "hit-rate", "tokenization")
+
+
+def _diagnosis(runs: list[Run]) -> Diagnosis:
+    """What the CLI hands the report: the doctor's diagnosis of the runs."""
+    findings, notes = diagnose_runs(runs)
+    return Diagnosis.of(findings, ["runs"], notes)
 
 
 def require_chromium() -> None:
@@ -40,7 +47,7 @@ def chromium() -> None:
 def test_report_renders_every_plot_offline_without_console_errors(tmp_path: Path) -> None:
     runs = load_runs(write_mixed_dirs(tmp_path / "results"))
     assert len(runs) == 3  # a probe, a bench run merged from two shards, another bench run
-    path = write_report(runs, verdict(runs), tmp_path / "report.html")
+    path = write_report(runs, _diagnosis(runs), tmp_path / "report.html")
     page = open_report(path, expect_plots=len(PLOTS))
     assert [p.id for p in page.plots] == list(PLOTS)
     assert [p.id for p in page.plots if not p.has_data] == []

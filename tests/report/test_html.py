@@ -9,19 +9,26 @@ import plotly.offline  # type: ignore[import-untyped, unused-ignore]
 import pytest
 
 from tests.report.fixtures import write_mixed_dirs
+from ttftscope.doctor.diagnose import diagnose_runs
 from ttftscope.errors import ConfigError
+from ttftscope.findings import Diagnosis
 from ttftscope.report.html import render_html, write_report
-from ttftscope.report.results import load_runs
-from ttftscope.report.verdict import verdict
+from ttftscope.results.runs import Run, load_runs
 
 # anything the browser would fetch: src/href attributes, CSS url() and @import
 _FETCHES = re.compile(r"""(?:\bsrc|\bhref)\s*=\s*["']?([^"'\s>]+)|url\(\s*["']?([^"')]+)|@import""")
 _TAGS = re.compile(r"<(script|link|img|iframe|source)\b[^>]*>", re.IGNORECASE)
 
 
+def _diagnosis(runs: list[Run]) -> Diagnosis:
+    """What the CLI hands the report: the doctor's diagnosis of the runs."""
+    findings, notes = diagnose_runs(runs)
+    return Diagnosis.of(findings, ["runs"], notes)
+
+
 def _page(tmp_path: Path) -> str:
     runs = load_runs(write_mixed_dirs(tmp_path))
-    return render_html(runs, verdict(runs), generated="2026-01-01 00:00")
+    return render_html(runs, _diagnosis(runs), generated="2026-01-01 00:00")
 
 
 def test_plotly_is_inlined_exactly_once_and_every_figure_calls_it(tmp_path: Path) -> None:
@@ -40,21 +47,24 @@ def test_nothing_is_loaded_from_the_network(tmp_path: Path) -> None:
     assert "https://cdn" not in html_only and "fonts.googleapis" not in html_only
 
 
-def test_the_verdict_comes_first_and_result_text_is_escaped(tmp_path: Path) -> None:
+def test_the_diagnosis_comes_first_and_result_text_is_escaped(tmp_path: Path) -> None:
     page = _page(tmp_path)
     body = page[page.index("<body>") :]
-    assert body.index('id="verdict"') < body.index('id="ttft-cdf"')
+    assert body.index('id="diagnosis"') < body.index('id="ttft-cdf"')
     assert "<b>agents</b>" not in body and "&lt;b&gt;agents&lt;/b&gt;" in body
-    assert "<code>ttftscope gateway</code>" in body
+    # the doctor's finding on the probe, its remedy's command as code, and the measured A/B
+    assert "server-side tokenization (chat) and grows with context" in body
+    assert "<code>ttftscope gateway --upstream URL --model-dir DIR</code>" in body
+    assert "token ids instead of text at 8,000 tokens: median TTFT" in body
 
 
 def test_write_report_makes_the_folder_and_an_unwritable_path_says_what_to_do(
     tmp_path: Path,
 ) -> None:
     runs = load_runs(write_mixed_dirs(tmp_path))
-    path = write_report(runs, verdict(runs), tmp_path / "out" / "r.html")
+    path = write_report(runs, _diagnosis(runs), tmp_path / "out" / "r.html")
     assert path.read_text(encoding="utf-8").startswith("<!doctype html>")
     blocker = tmp_path / "file"
     blocker.write_text("")
     with pytest.raises(ConfigError, match="--out"):
-        write_report(runs, verdict(runs), blocker / "r.html")
+        write_report(runs, _diagnosis(runs), blocker / "r.html")

@@ -14,9 +14,9 @@ from tests.report.fixtures import (
     queue_samples,
     write_probe_dir,
 )
-from ttftscope.report.inputs import Sample, read_jsonl
-from ttftscope.report.results import Run, RunPart, load_runs
 from ttftscope.report.timeline import hit_rate_timelines, peak_waiting, queue_timelines
+from ttftscope.results.files import Sample, read_jsonl
+from ttftscope.results.runs import Run, RunPart, load_runs
 
 
 def test_samples_give_one_queue_line_per_target_from_the_run_start(tmp_path: Path) -> None:

@@ -8,8 +8,8 @@ from typing import Any
 import jinja2
 import pytest
 
+from ttftscope.agenttext import agent_turn
 from ttftscope.errors import TokenizerError
-from ttftscope.probe.workload import agent_turn
 from ttftscope.tokenization.chat import ChatSession, compile_template
 from ttftscope.tokenization.loader import Tokenizer
 

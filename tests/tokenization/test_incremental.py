@@ -247,7 +247,7 @@ def test_realistic_context_random_appends_and_edits(
     """~100K-token agent context: appends at random points and random edits, 0 mismatches."""
     import random
 
-    from ttftscope.probe.workload import agent_turn, build_context
+    from ttftscope.agenttext import agent_turn, build_context
 
     tok = load_family(family)
     rng = random.Random(family)

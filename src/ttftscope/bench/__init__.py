@@ -11,8 +11,8 @@ stream timing (``chunks``), one request turned into a record (``request``), the
 the event loop (``sink``), live statistics (``live``), the run (``runner``), the summary
 (``summary``) and its terminal table (``table``).
 
-May import ``client``, ``metrics``, ``tokenization``, ``records``, ``config``, ``errors``,
-``stats``, and of the probe exactly its workload text (``probe.workload``) and its record
-builder (``probe.decompose``), so both commands send the same agent text and write the same
-records; never ``localserver``, ``report``, ``gateway`` or ``cli``.
+May import ``decompose`` (the record builder the probe uses too), ``results`` (the summary
+schema reports read), ``client``, ``metrics``, ``tokenization``, ``records``, ``config``,
+``agenttext`` (the agent text the probe sends too), ``errors``, ``stats``; never another
+capability (``probe``, ``localserver``, ``report``, ``gateway``) or ``cli``.
 """

@@ -11,11 +11,12 @@ from dataclasses import dataclass, field
 
 from ttftscope.errors import FailureKind
 from ttftscope.records import ProbeRecord
+from ttftscope.stats import percentile
 
 
 @dataclass
 class LiveStats:
-    """Counts and sorted TTFTs of the measured requests so far.
+    """Counts and TTFTs of the measured requests so far.
 
     >>> s = LiveStats(total=3)
     >>> for ms in (30.0, 10.0, 20.0):
@@ -45,11 +46,8 @@ class LiveStats:
             bisect.insort(self._ttfts, rec.client_ttft_ms)
 
     def ttft_percentile(self, q: float) -> float | None:
-        """Nearest-rank percentile of the TTFTs so far (cheap enough for every update)."""
-        if not self._ttfts:
-            return None
-        rank = min(len(self._ttfts) - 1, max(0, round(q / 100 * len(self._ttfts) + 0.5) - 1))
-        return self._ttfts[rank]
+        """The TTFTs' percentile so far, computed as the summary's (``stats.percentile``)."""
+        return percentile(self._ttfts, q)
 
     def line(self) -> str:
         """One status line: TTFT p50/p99, completed, failed, and the waiting queue if known."""

@@ -23,6 +23,7 @@ from ttftscope.client.apis import APIS, Api
 from ttftscope.client.apis import parse_api as _parse_api
 from ttftscope.config.checks import check_base_url
 from ttftscope.errors import ConfigError
+from ttftscope.results.summaries import shard_position
 
 # Larger than any model's context today; a bound, so a typo cannot build gigabytes of text.
 MAX_CONTEXT_TOKENS = 10_000_000
@@ -222,13 +223,13 @@ def parse_shard(text: str) -> Shard:
     >>> parse_shard("2/4")
     Shard(index=2, count=4)
     """
-    match = re.fullmatch(r"\s*(\d{1,6})\s*/\s*(\d{1,6})\s*", text)
-    if match is None or not 1 <= int(match[1]) <= int(match[2]):
+    position = shard_position(text)  # the reading reports use for summaries and records
+    if position is None:
         raise ConfigError(
             f"--shard {text!r} is not I/N with 1 ≤ I ≤ N",
             hint="for example --shard 1/4 on the first of four machines, 4/4 on the last",
         )
-    return Shard(int(match[1]), int(match[2]))
+    return Shard(*position)
 
 
 def parse_rate(text: str) -> float:

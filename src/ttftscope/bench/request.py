@@ -4,7 +4,7 @@ A request speaks the run's API (chat, Anthropic Messages or OpenAI Responses): i
 to that API's path and its stream read by that API's rules; the record's ``variant`` names
 the API, and its ``prompt_tokens``/``completion_tokens`` are the server's usage in any API.
 
-The record is the probe's (:func:`ttftscope.probe.decompose.client_record`) plus what a
+The record is the probe's (:func:`ttftscope.decompose.client_record`) plus what a
 load test adds: target, session, turn, shard, attempt, the wait for a concurrency slot,
 end-to-end latency, time per output token and inter-token gaps. TTFT counts from the start
 of client work (serialization), as the probe's client TTFT does. Bodies are serialized
@@ -29,7 +29,7 @@ from ttftscope.bench.transport import StreamClient
 from ttftscope.bench.workload import TurnPlan
 from ttftscope.client.apis import API_PATHS, Api
 from ttftscope.client.stream import StreamResult
-from ttftscope.probe.decompose import RequestIdentity, client_record
+from ttftscope.decompose import RequestIdentity, client_record
 from ttftscope.records import Phase, ProbeRecord
 
 

@@ -1,6 +1,6 @@
 """The text of a synthetic session and the request of each of its turns, in any API.
 
-The text is the probe's (:mod:`ttftscope.probe.workload`): deterministic coding-agent text
+The text is the probe's (:mod:`ttftscope.agenttext`): deterministic coding-agent text
 (source with line numbers, diffs, shell output, prose, some non-ASCII). A session is what a
 coding agent sends: one tools block (the same in every session, as an agent's tool
 definitions are), a system prompt, the files it read, then fresh turns appended one per
@@ -22,10 +22,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from ttftscope.agenttext import TokenCounter as TokenCounter
+from ttftscope.agenttext import agent_turn, build_context_async
 from ttftscope.bench.bodies import Body, BodyDefaults, Message, Prompt, Tool, build_body
 from ttftscope.bench.workload import CHARS_PER_TOKEN, TURN_MIN_CHARS, SessionPlan, TurnPlan
-from ttftscope.probe.workload import TokenCounter as TokenCounter
-from ttftscope.probe.workload import agent_turn, build_context_async
 
 SYSTEM_PROMPT = "You are a coding agent. Work carefully.\n"
 ASSISTANT_REPLY = "Understood. Continuing."

@@ -6,7 +6,8 @@ Latency statistics come from measured, successful requests only: warmups and fai
 of ``ttft``, ``tpot``, ``itl`` and ``e2el`` in ms), then ours: the servers' per-part means
 from histogram deltas, prefix hit rate, queue peak and mean, the share of requests that
 met a waiting queue, and whether rate limiting contaminated the run. Milliseconds are
-rounded to 3 decimals, rates and shares to 4. :class:`BenchSummary` is the schema.
+rounded to 3 decimals, rates and shares to 4. The schema, which reports read too, is
+:class:`~ttftscope.results.summaries.BenchSummary`.
 """
 
 from __future__ import annotations
@@ -16,12 +17,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, model_validator
-
 from ttftscope.bench.servers import ServerParts, combined_keys, parts_by_source, pword
-from ttftscope.client.apis import Api
 from ttftscope.errors import FailureKind
 from ttftscope.records import ProbeRecord, failure_tally
+from ttftscope.results.summaries import BenchSummary
 from ttftscope.stats import percentile
 
 SUMMARY_SCHEMA_VERSION = 1
@@ -149,7 +148,7 @@ def summarize_bench(facts: RunFacts) -> dict[str, Any]:
     }
     out["servers"] = parts_by_source(facts.servers)
     data: dict[str, Any] = rounded(out)
-    BenchSummary.model_validate(data)  # a summary that breaks its schema is a bug: fail here
+    BenchSummary.validate_written(data)  # a summary that breaks its schema is a bug: fail here
     return data
 
 
@@ -172,76 +171,3 @@ def rounded(value: Any, *, key: str = "") -> Any:
     if isinstance(value, list):
         return [rounded(v, key=key) for v in value]
     return value
-
-
-Num = float | None
-
-
-class _Figures(BaseModel):
-    """Keys every set of requests has (the whole run, and each target)."""
-
-    model_config = ConfigDict(extra="allow")
-
-    completed: int
-    failed: int
-    rate_limited: int
-    rate_limited_share: float
-    contaminated: bool
-    total_input_tokens: int
-    total_output_tokens: int
-    request_throughput: float
-    output_throughput: float
-    total_token_throughput: float
-    waited_share: Num
-    mean_ttft_ms: Num
-    median_ttft_ms: Num
-    std_ttft_ms: Num
-    mean_tpot_ms: Num
-    median_tpot_ms: Num
-    mean_itl_ms: Num
-    median_itl_ms: Num
-    mean_e2el_ms: Num
-    median_e2el_ms: Num
-
-    @model_validator(mode="after")
-    def _percentile_keys(self) -> _Figures:
-        for key, value in (self.model_extra or {}).items():
-            if (
-                key.startswith("p")
-                and key.endswith("_ms")
-                and not (value is None or isinstance(value, int | float))
-            ):
-                raise ValueError(f"{key} must be a number of milliseconds or null")
-        return self
-
-
-class BenchSummary(_Figures):
-    """The schema of ``bench-summary.json`` (extra keys: percentiles, server figures).
-
-    >>> head = {"kind": "bench", "run_id": "r", "seed": 0, "shard": "1/1", "model": "m"}
-    >>> s = summarize_bench(RunFacts(head, [], {}, ["direct"], [], 1.0, [50]))
-    >>> BenchSummary.model_validate(s).targets["direct"].completed
-    0
-    """
-
-    schema_version: int
-    kind: str
-    run_id: str
-    seed: int
-    shard: str
-    model: str
-    api: Api = "chat"  # the API every request spoke (summaries before --api: chat)
-    duration: float
-    warmups: int
-    contamination_advice: str | None
-    server_requests: Num
-    server_mean_ttft_ms: Num
-    server_mean_queue_ms: Num
-    server_mean_prefill_ms: Num
-    server_mean_frontend_ms: Num
-    prefix_hit_rate: Num
-    peak_waiting: Num
-    mean_waiting: Num
-    failures: dict[str, dict[str, Any]]
-    targets: dict[str, _Figures]
-    servers: dict[str, dict[str, Any]]

@@ -3,7 +3,7 @@
 Local vLLM up; a probe sweep (chat, text vs ids, direct vs the token-id gateway) with its
 breakdown table; two short agent-session benches straight to vLLM and through the gateway,
 alternating: chat completions, then Claude Code-shaped sessions on the Anthropic Messages
-API (``/v1/messages``); one HTML report of all runs; the doctor's reading of them; vLLM
+API (``/v1/messages``); one HTML report of all runs with the doctor's reading of them; vLLM
 down.
 """
 
@@ -19,8 +19,6 @@ from typing import Any
 import click
 
 from ttftscope.cli.bench import BenchArgs, execute_bench
-from ttftscope.cli.console import make_console
-from ttftscope.cli.doctor import print_records_diagnosis
 from ttftscope.cli.options import CliState, cli_state
 from ttftscope.cli.probe import ProbeArgs, probe_options, run_probe_command
 from ttftscope.cli.report import report
@@ -164,6 +162,5 @@ def demo(
     if as_json or "records_path" not in summary:
         return
     paths = [Path(summary["records_path"]), *bench_dirs]
-    ctx.invoke(report, result_dirs=tuple(paths), out=None)
-    print_records_diagnosis(state, paths, make_console())
+    ctx.invoke(report, result_dirs=tuple(paths), out=None)  # the page and the doctor's reading
     click.echo(NEXT_STEPS)

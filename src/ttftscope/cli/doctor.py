@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import textwrap
 import time
 from pathlib import Path
 
 import click
-from rich.console import Console
 
 from ttftscope.cli.console import make_console
 from ttftscope.cli.options import CliState, cli_state, dumps, endpoint_options, run_async
@@ -16,17 +14,16 @@ from ttftscope.cli.progress import RequestProgress
 from ttftscope.client.endpoint import Endpoint
 from ttftscope.config.loader import LoadedSettings
 from ttftscope.doctor.diagnose import Inputs, diagnose
-from ttftscope.doctor.findings import Diagnosis, Finding
-from ttftscope.doctor.gather import Live, read_live, read_recorded
+from ttftscope.doctor.gather import Live, read_live, read_recorded, recorded_runs
+from ttftscope.findings import Diagnosis
 from ttftscope.localserver.model import model_dir
 from ttftscope.probe.experiments import ProbeOptions, run_probe
 from ttftscope.records import RecordWriter
+from ttftscope.report.terminal import print_diagnosis
+from ttftscope.results.runs import Run
 from ttftscope.tokenization.loader import Tokenizer, load_tokenizer
 
-__all__ = ["doctor", "print_diagnosis", "print_records_diagnosis"]
-
-_MARK_PLAIN = {"critical": "✗", "warning": "!", "info": "i"}
-_STYLE = {"critical": "bold red", "warning": "bold yellow", "info": "bold blue"}
+__all__ = ["doctor", "records_diagnosis"]
 
 
 def _tokenizer(loaded: LoadedSettings) -> Tokenizer | None:
@@ -73,42 +70,6 @@ def _live_probe(
     return path
 
 
-def print_diagnosis(d: Diagnosis, console: Console) -> None:
-    """The findings, worst first, each with its evidence and remedy; then what was checked."""
-    if d.healthy:
-        console.print("[green]✓ no problem found[/] in what was checked", highlight=False)
-    for f in d.findings:
-        _print_finding(f, console)
-    _hanging(console, "checked: ", "; ".join(d.checked), "dim")
-    for note in d.notes:
-        _hanging(console, "note: ", note, "dim")
-
-
-def _hanging(console: Console, first: str, text: str, style: str = "") -> None:
-    """``first`` then ``text`` wrapped to the console, later lines indented under the text."""
-    # into a pipe or file: 80 columns, the width people read reports at
-    width = max(console.width, 40) if console.is_terminal else 80
-    lines = textwrap.wrap(
-        text, width=width, initial_indent=first, subsequent_indent=" " * len(first)
-    ) or [first]
-    for line in lines:
-        console.print(line, style=style or None, highlight=False, markup=False, soft_wrap=True)
-
-
-def _print_finding(f: Finding, console: Console) -> None:
-    save = f" (saves ~{f.saving_ms:,.0f} ms per request)" if f.saving_ms else ""
-    _hanging(console, _MARK_PLAIN[f.severity] + " ", f.title, _STYLE[f.severity])
-    _hanging(console, "  ", f"{f.id} · {f.severity}", "dim")
-    sources = list(dict.fromkeys(e.source for e in f.evidence))
-    for e in f.evidence:
-        tail = "" if len(sources) == 1 else f" ({e.source})"
-        _hanging(console, "  • ", e.fact + tail)
-    if len(sources) == 1:
-        _hanging(console, "    ", f"from {sources[0]}", "dim")
-    _hanging(console, "  → ", f.remedy + save, "green")
-    console.print()
-
-
 def _diagnose(
     loaded: LoadedSettings, paths: list[Path], live: Live | None, tok: Tokenizer | None
 ) -> Diagnosis:
@@ -119,16 +80,22 @@ def _diagnose(
     )
 
 
-def print_records_diagnosis(state: CliState, paths: list[Path], console: Console) -> int:
-    """Diagnose result paths (no live checks) and print it; return the exit code it implies.
+def records_diagnosis(
+    state: CliState, paths: list[Path], runs: list[Run] | None = None
+) -> Diagnosis:
+    """The doctor's diagnosis of result paths, without live checks (what ``report`` shows).
 
-    The main job ends with this: what the run's own records say, without gating it.
+    ``runs`` already read from ``paths`` are not read again.
     """
     loaded = state.load()
-    found = _diagnose(loaded, paths, None, _tokenizer(loaded))
-    console.print("[bold]doctor[/] (what these records say):", highlight=False)
-    print_diagnosis(found, console)
-    return found.exit_code
+    recorded = (
+        read_recorded(paths, _logs(loaded))
+        if runs is None
+        else recorded_runs(runs, paths, _logs(loaded))
+    )
+    return diagnose(
+        Inputs(loaded=loaded, cwd=Path.cwd(), recorded=recorded, tokenizer=_tokenizer(loaded))
+    )
 
 
 @click.command()

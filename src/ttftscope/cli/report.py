@@ -1,17 +1,21 @@
-"""``ttftscope report``: one HTML page and a verdict from probe and bench result directories."""
+"""``ttftscope report``: one HTML page and the doctor's diagnosis of probe and bench results.
+
+The composition the layers ask for: the doctor makes the diagnosis of the runs, the report
+renders it (page and terminal); neither capability imports the other.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import click
-from rich.markup import escape
 
 from ttftscope.cli.console import make_console
+from ttftscope.cli.doctor import records_diagnosis
 from ttftscope.cli.options import cli_state
-from ttftscope.report.results import load_runs
-from ttftscope.report.terminal import print_verdict
-from ttftscope.report.verdict import verdict
+from ttftscope.report.compare import comparisons
+from ttftscope.report.terminal import print_comparisons, print_diagnosis
+from ttftscope.results.runs import load_runs
 
 __all__ = ["default_out", "report"]
 
@@ -38,15 +42,15 @@ def default_out(first: Path) -> Path:
 @click.pass_context
 def report(ctx: click.Context, result_dirs: tuple[Path, ...], out: Path | None) -> None:
     """Read probe and bench result directories (shards of one run are merged) and write one
-    self-contained HTML report; print its verdict."""
+    self-contained HTML report; print the doctor's diagnosis of them."""
     from ttftscope.report.html import write_report  # plotly loads only for this command
 
     state = cli_state(ctx)
     runs = load_runs(result_dirs)
-    found = verdict(runs)
+    found = records_diagnosis(state, list(result_dirs), runs)
     path = write_report(runs, found, out or default_out(result_dirs[0]))
-    print_verdict(found, make_console())
-    for run in runs:
-        for note in run.notes:
-            state.err.print(f"[dim]note:[/dim] {escape(note)}", highlight=False)
+    console = make_console()
+    console.print("[bold]doctor[/] (what these records say):", highlight=False)
+    print_diagnosis(found, console)
+    print_comparisons(comparisons(runs), console)
     click.echo(f"report: {path}")

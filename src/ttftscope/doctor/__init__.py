@@ -1,7 +1,9 @@
-"""Doctor: evidence → findings (id, severity, evidence, remedy, saving); prefix-diff; instrument.
+"""Doctor: evidence → findings (id, severity, evidence, remedy, saving); prefix-diff.
 
-Reads records, result directories and request logs, scrapes ``/metrics`` and checks the
-configuration; it never imports the capability that wrote what it reads, except
-``report.results`` (the lenient result-directory reader, declared in the layers contract).
-May import client, metrics, tokenization, records, config, assets, errors and stats.
+Owns: what it reads (``gather``, ``server``), the rules (``rules/``), running them
+(``diagnose``), and prefix-diff (``prefix``, ``dynamic``, ``requestlog``). Reads records,
+result directories and request logs, scrapes ``/metrics`` and checks the configuration; it
+never imports the capability that wrote what it reads (result directories come through
+``results``; SDK records are ``sdkinstrument``'s). May import results, decompose, findings,
+client, metrics, tokenization, records, config, assets, errors and stats.
 """

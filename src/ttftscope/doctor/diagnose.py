@@ -1,4 +1,10 @@
-"""The doctor's rules over what was gathered: one :class:`~.findings.Diagnosis`.
+"""The doctor's rules over what was gathered: one :class:`~ttftscope.findings.Diagnosis`.
+
+The only place advice is made: ``doctor`` prints it, ``report`` renders it beside its plots
+(the CLI composes the two). Advice must not contradict itself: while a run's requests queue,
+its server front end (which then holds waiting inside the API server too) is not called
+tokenization, since the queue's remedy says ids will not help; unless the run measured what
+ids save, and then the queue's remedy stops saying so.
 
 >>> from ttftscope.config.loader import load_settings
 >>> d = diagnose(Inputs(loaded=load_settings(env={}, cwd=Path("/nonexistent")),
@@ -9,19 +15,35 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ttftscope.config.loader import LoadedSettings
-from ttftscope.doctor.findings import Diagnosis, Finding
 from ttftscope.doctor.gather import Live, Recorded
-from ttftscope.doctor.rules_config import ConfigContext, config_findings
-from ttftscope.doctor.rules_server import cache_findings, queue_findings, rate_limit_findings
-from ttftscope.doctor.rules_text import TextEvidence, text_findings
-from ttftscope.doctor.rules_tokenize import tokenization_findings
+from ttftscope.doctor.rules.config import ConfigContext, config_findings
+from ttftscope.doctor.rules.path import network_findings
+from ttftscope.doctor.rules.server import (
+    NOT_TOKENIZATION,
+    cache_findings,
+    queue_findings,
+    rate_limit_findings,
+    shared_server_findings,
+)
+from ttftscope.doctor.rules.text import TextEvidence, text_findings
+from ttftscope.doctor.rules.tokenize import (
+    MIN_SAVING_MS,
+    client_tokenization_findings,
+    measured_saving_ms,
+    server_tokenization_findings,
+)
+from ttftscope.doctor.server import ServerFacts
+from ttftscope.findings import Diagnosis, Finding
+from ttftscope.results.parts import breakdown, summary_breakdown
+from ttftscope.results.runs import Run
 from ttftscope.tokenization.loader import Tokenizer
 
-__all__ = ["Inputs", "diagnose"]
+__all__ = ["Inputs", "diagnose", "diagnose_runs"]
 
 
 @dataclass
@@ -48,6 +70,65 @@ def _checked(inputs: Inputs) -> list[str]:
     return out
 
 
+def _run_notes(run: Run) -> list[str]:
+    """What the rules could not judge in one run, and why."""
+    measured = [r for r in run.records if r.phase != "warmup"]
+    if measured and not any(r.ok for r in measured):
+        return [f"{run.label}: no successful request to measure; see the failures"]
+    if breakdown(list(run.records)) is None and summary_breakdown(run.bench_summaries) is None:
+        return [
+            f"{run.label}: the records have no server-side parts (no per-request /metrics "
+            "deltas): run `ttftscope probe` against this server to split TTFT"
+        ]
+    return []
+
+
+def _without_contradiction(run: Run, notes: list[str]) -> tuple[list[Finding], list[Finding]]:
+    """A run's queueing and server front-end findings, made to agree.
+
+    Under load the front end also holds waiting inside the API server, so beside a queue it
+    is not called tokenization, unless ids measurably saved TTFT in this run: then both
+    stand, and the queue's remedy no longer says ids will not help.
+    """
+    queued = queue_findings([run])
+    front = server_tokenization_findings(run)
+    if not (queued and front):
+        return queued, front
+    if (measured_saving_ms(run) or 0.0) >= MIN_SAVING_MS:
+        return [
+            q.model_copy(update={"remedy": q.remedy.removesuffix(NOT_TOKENIZATION) + "."})
+            for q in queued
+        ], front
+    notes.append(
+        f"{run.label}: the server front end is not judged as tokenization while requests "
+        "queue (under load it holds waiting inside the API server too)"
+    )
+    return queued, []
+
+
+def diagnose_runs(
+    runs: Sequence[Run], server: ServerFacts | None = None
+) -> tuple[list[Finding], list[str]]:
+    """The rules that read runs: findings, and notes on what could not be judged.
+
+    >>> diagnose_runs([])
+    ([], [])
+    """
+    findings: list[Finding] = []
+    notes: list[str] = []
+    for run in runs:
+        queued, front = _without_contradiction(run, notes)
+        findings += [*front, *client_tokenization_findings(run), *queued]
+        notes += _run_notes(run)
+    findings += [
+        *rate_limit_findings(runs),
+        *shared_server_findings(runs),
+        *network_findings(runs),
+        *cache_findings(runs, server),
+    ]
+    return findings, notes
+
+
 def diagnose(inputs: Inputs) -> Diagnosis:
     """Run every rule; findings worst first; notes say what could not be looked at."""
     live = inputs.live or Live()
@@ -62,13 +143,11 @@ def diagnose(inputs: Inputs) -> Diagnosis:
     text = TextEvidence(
         logs=inputs.recorded.request_logs, tokenizer=inputs.tokenizer, block_size=block
     )
+    from_runs, run_notes = diagnose_runs(runs, live.server)
     findings: list[Finding] = [
         *config_findings(ctx),
-        *tokenization_findings(runs),
-        *queue_findings(runs),
-        *rate_limit_findings(runs),
-        *cache_findings(runs, live.server),
+        *from_runs,
         *text_findings(text, live.gateway),
     ]
-    notes = [*inputs.recorded.notes, *live.notes, *text.notes]
+    notes = [*inputs.recorded.notes, *run_notes, *live.notes, *text.notes]
     return Diagnosis.of(findings, _checked(inputs), notes)

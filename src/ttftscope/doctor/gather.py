@@ -18,9 +18,16 @@ from ttftscope.config.loader import LoadedSettings
 from ttftscope.doctor.server import GatewayFacts, ServerFacts, gateway_facts, server_facts
 from ttftscope.errors import TtftscopeError
 from ttftscope.metrics.scrape import ascrape
-from ttftscope.report.results import Run, load_runs
+from ttftscope.results.runs import Run, load_runs
 
-__all__ = ["Live", "Recorded", "gateway_metrics_url", "read_live", "read_recorded"]
+__all__ = [
+    "Live",
+    "Recorded",
+    "gateway_metrics_url",
+    "read_live",
+    "read_recorded",
+    "recorded_runs",
+]
 
 
 @dataclass
@@ -36,6 +43,17 @@ def _is_request_log(path: Path) -> bool:
     return path.suffix == ".jsonl" and path.name.startswith(("requests", "gateway-requests"))
 
 
+def _logs_in(paths: Sequence[Path], extra_logs: Sequence[Path]) -> list[Path]:
+    """Request logs given as files, found in the given directories, or configured."""
+    out: list[Path] = []
+    for path in paths:
+        if path.is_file() and _is_request_log(path):
+            out.append(path)
+        elif path.is_dir():
+            out += sorted(p for p in path.glob("*.jsonl") if _is_request_log(p))
+    return out + [p for p in extra_logs if p.is_file() and p not in out]
+
+
 def read_recorded(paths: Sequence[Path], extra_logs: Sequence[Path] = ()) -> Recorded:
     """Read result directories and record files; collect request logs (``requests*.jsonl``).
 
@@ -46,16 +64,10 @@ def read_recorded(paths: Sequence[Path], extra_logs: Sequence[Path] = ()) -> Rec
     >>> got = read_recorded([d]); got.runs, [p.name for p in got.request_logs]
     ([], ['requests.jsonl'])
     """
-    out = Recorded()
-    result_paths: list[Path] = []
+    out = Recorded(request_logs=_logs_in(paths, ()))
     for path in paths:
         if path.is_file() and _is_request_log(path):
-            out.request_logs.append(path)
             continue
-        if path.is_dir():
-            out.request_logs += sorted(p for p in path.glob("*.jsonl") if _is_request_log(p))
-        result_paths.append(path)
-    for path in result_paths:
         try:
             out.runs += load_runs([path])
         except TtftscopeError as exc:
@@ -66,6 +78,21 @@ def read_recorded(paths: Sequence[Path], extra_logs: Sequence[Path] = ()) -> Rec
     for run in out.runs:
         out.notes += list(run.notes)
     return out
+
+
+def recorded_runs(
+    runs: Sequence[Run], paths: Sequence[Path], extra_logs: Sequence[Path] = ()
+) -> Recorded:
+    """Runs already read from ``paths`` (``report`` reads them once), with the request logs.
+
+    >>> recorded_runs([], []).runs
+    []
+    """
+    return Recorded(
+        runs=list(runs),
+        request_logs=_logs_in(paths, extra_logs),
+        notes=[n for run in runs for n in run.notes],
+    )
 
 
 @dataclass

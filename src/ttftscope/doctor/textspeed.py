@@ -12,7 +12,7 @@ import time
 import unicodedata
 from collections.abc import Callable, Sequence
 
-from ttftscope.doctor.findings import Evidence
+from ttftscope.findings import Evidence
 from ttftscope.tokenization.loader import Tokenizer
 
 __all__ = ["nfc_keeps_ids", "slow_path_facts"]

@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 import httpx
 
+from ttftscope.agenttext import agent_turn, build_context_async
 from ttftscope.client.endpoint import Endpoint
 from ttftscope.client.ping import explain_not_found
 from ttftscope.client.stream import (
@@ -28,6 +29,7 @@ from ttftscope.client.stream import (
     raise_for_result,
     stream_completion,
 )
+from ttftscope.decompose import RequestIdentity, add_server_view, client_record
 from ttftscope.errors import (
     UNREACHABLE_KINDS,
     FailureKind,
@@ -37,9 +39,7 @@ from ttftscope.errors import (
 from ttftscope.metrics.engines import ServerBreakdown, breakdown, queue_depth
 from ttftscope.metrics.prom import MetricsSnapshot, delta
 from ttftscope.metrics.scrape import ascrape
-from ttftscope.probe.decompose import RequestIdentity, add_server_view, client_record
 from ttftscope.probe.limits import check_sizes
-from ttftscope.probe.workload import agent_turn, build_context_async
 from ttftscope.records import Phase, ProbeRecord, RecordWriter, Variant
 from ttftscope.tokenization.loader import Tokenizer
 

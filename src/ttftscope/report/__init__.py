@@ -1,9 +1,10 @@
-"""Reports people read at a glance: the verdict and breakdown in the terminal, one HTML page.
+"""Reports people read at a glance: the breakdown and diagnosis in the terminal, one HTML page.
 
-Owns: reading result directories leniently (``inputs``) and as runs, shards merged
-(``results``); the parts of TTFT, series and buckets (``parts``); timelines (``timeline``);
-the written verdict (``verdict``); plots (``figures``, plotly); the self-contained page
-(``html``); rich output (``terminal``). Reads summaries and records; never imports the
-capabilities that wrote them (``probe``, ``bench``, ``gateway``). May import ``records``,
-``stats``, ``errors``.
+Owns: measured A/B comparisons (``compare``); timelines (``timeline``); plots (``figures``,
+plotly); the self-contained page (``html``); rich output (``terminal``). Renders the
+doctor's :class:`~ttftscope.findings.Diagnosis`, which the CLI has the doctor make: advice
+is made in one place. Reads runs through ``results`` (result directories, shards merged,
+TTFT parts); never imports the capabilities that wrote them (``probe``, ``bench``,
+``gateway``) or the ``doctor``. May import ``results``, ``findings``, ``records``, ``stats``,
+``errors``.
 """

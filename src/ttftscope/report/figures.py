@@ -1,8 +1,8 @@
 """The report's plots (plotly figures): TTFT CDFs, parts by context size, timelines, scatter.
 
-Every figure is built from the same series and breakdowns the verdict uses, so a plot and
-a sentence never disagree. A figure without data still renders, with a note saying what
-was missing, so the page keeps its shape for any result directory.
+Every figure is built from the same series and breakdowns (``results.parts``) the doctor's rules
+judge, so a plot and a finding never disagree. A figure without data still renders, with a note
+saying what was missing, so the page keeps its shape for any result directory.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from typing import Any
 # plotly ships no type information; these two names are all the report uses of it
 import plotly.graph_objects as go  # type: ignore[import-untyped, unused-ignore]
 
-from ttftscope.report.parts import (
+from ttftscope.report.timeline import Timeline, hit_rate_timelines, queue_timelines
+from ttftscope.results.parts import (
     PART_LABELS,
     PARTS,
     Breakdown,
@@ -26,8 +27,7 @@ from ttftscope.report.parts import (
     split_series,
     summary_breakdown,
 )
-from ttftscope.report.results import Run
-from ttftscope.report.timeline import Timeline, hit_rate_timelines, queue_timelines
+from ttftscope.results.runs import Run
 
 PART_COLOURS = {
     "client_tokenize": "#8c6bb1",

@@ -1,4 +1,4 @@
-"""One self-contained HTML file: the verdict, a table of the runs, the plots, the notes.
+"""One self-contained HTML file: the doctor's diagnosis, a table of the runs, the plots, the notes.
 
 plotly's library is inlined once in the head and every figure only calls it, so the file
 works from a laptop's disk with no network: no CDN, no web fonts (system fonts only), no
@@ -17,33 +17,37 @@ from pathlib import Path
 import plotly.offline  # type: ignore[import-untyped, unused-ignore]
 
 from ttftscope.errors import ConfigError
+from ttftscope.findings import Diagnosis, Finding
 from ttftscope.records import ProbeRecord
+from ttftscope.report.compare import Comparison, comparisons, ms
 from ttftscope.report.figures import Plot, report_plots
-from ttftscope.report.parts import Buckets, hit_rate, split_series
-from ttftscope.report.results import Run
-from ttftscope.report.verdict import Finding, Verdict, ms
+from ttftscope.results.parts import Buckets, hit_rate, split_series
+from ttftscope.results.runs import Run
 from ttftscope.stats import percentile
 
 _CONFIG = {"displaylogo": False, "responsive": True}
-_BADGE = {"ok": "ok", "info": "note", "act": "act", "warn": "warning"}
+_BADGE = {"info": "note", "warning": "warning", "critical": "critical"}
 _CODE = re.compile(r"`([^`]+)`")
 _CSS = """
 body { font-family: system-ui, -apple-system, 'Segoe UI', Roboto, 'DejaVu Sans', sans-serif;
   margin: 0 auto; max-width: 1200px; padding: 24px; color: #1f2328; background: #fff; }
 h1 { font-size: 26px; margin: 0 0 4px; } h2 { font-size: 18px; margin: 0 0 6px; }
 .sub { color: #59636e; font-size: 13px; margin-bottom: 18px; }
-.verdict { border-radius: 8px; padding: 14px 18px; margin-bottom: 20px; border: 1px solid; }
-.verdict.healthy { background: #eef9f0; border-color: #8fd19e; }
-.verdict.act { background: #fff8e6; border-color: #f0c36d; }
-.verdict.warn { background: #fdeeee; border-color: #e5989b; }
+.diagnosis { border-radius: 8px; padding: 14px 18px; margin-bottom: 20px; border: 1px solid; }
+.diagnosis.healthy { background: #eef9f0; border-color: #8fd19e; }
+.diagnosis.act { background: #fff8e6; border-color: #f0c36d; }
+.diagnosis.warn { background: #fdeeee; border-color: #e5989b; }
 .headline { font-size: 17px; margin: 0 0 10px; line-height: 1.45; }
 .findings { margin: 0; padding-left: 0; list-style: none; }
-.findings li { margin: 4px 0; line-height: 1.45; }
+.findings > li { margin: 8px 0; line-height: 1.45; }
+.findings ul { margin: 2px 0 0 76px; padding-left: 14px; font-size: 14px; }
+.remedy { margin: 2px 0 0 76px; font-size: 14px; }
+.measured, .checked { color: #59636e; font-size: 13px; margin: 8px 0 0; }
 .badge { display: inline-block; min-width: 58px; text-align: center; font-size: 11px;
   font-weight: 700; text-transform: uppercase; border-radius: 4px; padding: 1px 6px;
   margin-right: 8px; color: #fff; }
-.badge.ok { background: #2da44e; } .badge.info { background: #6e7781; }
-.badge.act { background: #bf8700; } .badge.warn { background: #cf222e; }
+.badge.info { background: #6e7781; } .badge.warning { background: #bf8700; }
+.badge.critical { background: #cf222e; }
 code { background: #f0f2f4; border-radius: 4px; padding: 0 4px; font-size: 90%; }
 table { border-collapse: collapse; font-size: 13px; margin-bottom: 20px; }
 th, td { padding: 4px 10px; border-bottom: 1px solid #e5e7ea; text-align: right; }
@@ -64,30 +68,45 @@ def _text(value: str) -> str:
     return _CODE.sub(r"<code>\1</code>", html.escape(value))
 
 
-def _finding(f: Finding, *, tag: str = "li", cls: str = "") -> str:
-    subject = f"<b>{_text(f.subject)}</b>: " if f.subject else ""
-    badge = f'<span class="badge {f.level}">{_BADGE[f.level]}</span>'
-    return f'<{tag} class="{cls}">{badge}{subject}{_text(f.text)}</{tag}>'
+def _finding(f: Finding) -> str:
+    badge = f'<span class="badge {f.severity}">{_BADGE[f.severity]}</span>'
+    sources = list(dict.fromkeys(e.source for e in f.evidence))
+    facts = "".join(
+        f"<li>{_text(e.fact)}{'' if len(sources) == 1 else f' ({_text(e.source)})'}</li>"
+        for e in f.evidence
+    )
+    origin = f"<li class='checked'>from {_text(sources[0])}</li>" if len(sources) == 1 else ""
+    save = f" (saves ~{f.saving_ms:,.0f} ms per request)" if f.saving_ms else ""
+    return (
+        f"<li>{badge}<b>{_text(f.title)}</b> <span class='checked'>{_text(f.id)}</span>"
+        f"<ul>{facts}{origin}</ul><p class='remedy'>→ {_text(f.remedy + save)}</p></li>"
+    )
 
 
-def verdict_html(verdict: Verdict) -> str:
-    """The verdict box: its headline, then every finding with its level.
+def diagnosis_html(diagnosis: Diagnosis, measured: Sequence[Comparison] = ()) -> str:
+    """The doctor's findings, worst first, then the measured A/Bs and what was checked.
 
-    >>> "healthy" in verdict_html(Verdict((Finding("ok", "chat", "fast"),)))
+    >>> "no problem found" in diagnosis_html(Diagnosis(checked=["1 run(s)"]))
     True
     """
-    top, rest = verdict.headline, verdict.findings[1:]
-    if verdict.healthy:
+    if diagnosis.healthy:
         tone = "healthy"
-    elif any(f.level == "warn" for f in verdict.findings):
+    elif any(f.severity == "critical" for f in diagnosis.findings):
         tone = "warn"
     else:
         tone = "act"
-    head = "Nothing to report." if top is None else _finding(top, tag="p", cls="headline")
-    items = "\n".join(_finding(f) for f in rest)
+    head = (
+        "<p class='headline'>✓ no problem found in what was checked</p>"
+        if diagnosis.healthy
+        else ""
+    )
+    items = "\n".join(_finding(f) for f in diagnosis.findings)
+    pairs = "".join(f"<li>{_text(c.subject)}: {_text(c.text)}</li>" for c in measured)
     return (
-        f'<section class="verdict {tone}" id="verdict">{head}'
-        f'<ul class="findings">{items}</ul></section>'
+        f'<section class="diagnosis {tone}" id="diagnosis">{head}'
+        f'<ul class="findings">{items}</ul>'
+        + (f"<ul class='measured'>{pairs}</ul>" if pairs else "")
+        + f"<p class='checked'>checked: {_text('; '.join(diagnosis.checked))}</p></section>"
     )
 
 
@@ -150,10 +169,10 @@ def _subtitle(runs: Sequence[Run], generated: str) -> str:
     return f"{model}{len(runs)} run(s) from {sources} · generated {generated}"
 
 
-def render_html(runs: Sequence[Run], verdict: Verdict, *, generated: str | None = None) -> str:
+def render_html(runs: Sequence[Run], diagnosis: Diagnosis, *, generated: str | None = None) -> str:
     """The whole page as one string, plotly's library inlined exactly once.
 
-    >>> page = render_html([], Verdict(()), generated="now")
+    >>> page = render_html([], Diagnosis(), generated="now")
     >>> page.startswith("<!doctype html>"), page.count("<script type=\\"text/javascript\\">")
     (True, 1)
     """
@@ -168,21 +187,21 @@ def render_html(runs: Sequence[Run], verdict: Verdict, *, generated: str | None 
         f'<script type="text/javascript">{plotly.offline.get_plotlyjs()}</script></head>'
         f"<body><h1>Where time to first token goes</h1>"
         f'<div class="sub">{_text(_subtitle(runs, generated))}</div>'
-        f"{verdict_html(verdict)}{runs_table(runs)}"
+        f"{diagnosis_html(diagnosis, comparisons(runs))}{runs_table(runs)}"
         f'<div class="grid">{plots}</div>'
         + (f'<h2>Notes</h2><ul class="notes">{notes_html}</ul>' if notes else "")
         + "</body></html>\n"
     )
 
 
-def write_report(runs: Sequence[Run], verdict: Verdict, path: Path) -> Path:
+def write_report(runs: Sequence[Run], diagnosis: Diagnosis, path: Path) -> Path:
     """Write the page to ``path`` (its folder is made if needed); returns ``path``.
 
     >>> import tempfile; p = Path(tempfile.mkdtemp()) / "sub" / "report.html"
-    >>> write_report([], Verdict(()), p).stat().st_size > 1_000_000  # plotly.js inside
+    >>> write_report([], Diagnosis(), p).stat().st_size > 1_000_000  # plotly.js inside
     True
     """
-    page = render_html(runs, verdict)
+    page = render_html(runs, diagnosis)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(page, encoding="utf-8")

@@ -1,5 +1,5 @@
-"""Rich output for the terminal: a breakdown that fits 80 columns (every column with ``wide``)
-and the report's verdict.
+"""Rich output for the terminal: a breakdown that fits 80 columns (every column with ``wide``),
+the doctor's diagnosis (``doctor`` and ``report`` print it the same way) and measured A/Bs.
 
 Medians are taken part by part over warm requests, so they need not add up to the TTFT
 median; the table says so in a footnote rather than pretending otherwise.
@@ -7,6 +7,7 @@ median; the table says so in a footnote rather than pretending otherwise.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -14,9 +15,9 @@ from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
-from rich.text import Text
 
-from ttftscope.report.verdict import Level, Verdict
+from ttftscope.findings import Diagnosis, Finding
+from ttftscope.report.compare import Comparison
 
 # (header, summary key) of the columns every table shows, then those only the wide one adds.
 _NARROW: tuple[tuple[str, str], ...] = (
@@ -151,49 +152,68 @@ def print_probe_summary(
         console.print(f"[dim]note:[/dim] {escape(note)}", highlight=False)
 
 
-_LEVELS: dict[Level, tuple[str, str]] = {
-    "ok": ("ok", "green"),
-    "info": ("note", "dim"),
-    "act": ("act", "bold yellow"),
-    "warn": ("warning", "bold red"),
-}
+_MARK_PLAIN = {"critical": "✗", "warning": "!", "info": "i"}
+_STYLE = {"critical": "bold red", "warning": "bold yellow", "info": "bold blue"}
 
 
-def print_verdict(verdict: Verdict, console: Console | None = None) -> None:
-    """Print the verdict, most urgent first: one wrapped line per finding.
+def print_diagnosis(d: Diagnosis, console: Console) -> None:
+    """The findings, worst first, each with its evidence and remedy; then what was checked.
 
-    On a terminal the lines wrap under their text (80 columns are enough); into a pipe each
-    finding is one plain line.
-
-    >>> import io; from ttftscope.report.verdict import Finding
-    >>> out = io.StringIO(); c = Console(file=out, width=80, force_terminal=True,
-    ...                                  color_system=None)
-    >>> print_verdict(Verdict((Finding("act", "chat", "queue is 40%: add a replica"),)), c)
+    >>> import io; from ttftscope.findings import Evidence, Finding
+    >>> out = io.StringIO(); c = Console(file=out, width=80, color_system=None)
+    >>> f = Finding(id="queueing", severity="warning", title="requests wait",
+    ...             evidence=[Evidence(fact="peak 9 waiting", source="b")], remedy="add a replica")
+    >>> print_diagnosis(Diagnosis.of([f], ["1 run(s)"]), c)
     >>> print(out.getvalue().strip())
-    Verdict: act on this
-    act chat: queue is 40%: add a replica
+    ! requests wait
+      queueing · warning
+      • peak 9 waiting
+        from b
+      → add a replica
+    <BLANKLINE>
+    checked: 1 run(s)
     """
-    console = console or Console()
-    if not verdict.findings:
-        console.print("Verdict: no successful request to judge")
-        return
-    if verdict.healthy:
-        head = "[green]Verdict: healthy[/green], nothing large to remove from TTFT"
-    elif any(f.level == "warn" for f in verdict.findings):
-        head = "[bold red]Verdict: check the warnings[/bold red] before acting on the numbers"
-    else:
-        head = "[bold]Verdict: act on this[/bold]"
-    console.print(head, highlight=False)
-    if not console.is_terminal:  # a pipe gets one plain line per finding, no padding
-        for f in verdict.findings:
-            subject = f"{f.subject}: " if f.subject else ""
-            console.print(Text(f"{_LEVELS[f.level][0]} {subject}{f.text}"), soft_wrap=True)
-        return
-    grid = Table.grid(padding=(0, 1))
-    grid.add_column(no_wrap=True)
-    grid.add_column(overflow="fold")
-    for f in verdict.findings:
-        label, style = _LEVELS[f.level]
-        subject = f"{f.subject}: " if f.subject else ""
-        grid.add_row(Text(label, style=style), Text(subject + f.text))
-    console.print(grid)
+    if d.healthy:
+        console.print("[green]✓ no problem found[/] in what was checked", highlight=False)
+    for f in d.findings:
+        _print_finding(f, console)
+    _hanging(console, "checked: ", "; ".join(d.checked), "dim")
+    for note in d.notes:
+        _hanging(console, "note: ", note, "dim")
+
+
+def _hanging(console: Console, first: str, text: str, style: str = "") -> None:
+    """``first`` then ``text`` wrapped to the console, later lines indented under the text."""
+    # into a pipe or file: 80 columns, the width people read reports at
+    width = max(console.width, 40) if console.is_terminal else 80
+    lines = textwrap.wrap(
+        text, width=width, initial_indent=first, subsequent_indent=" " * len(first)
+    ) or [first]
+    for line in lines:
+        console.print(line, style=style or None, highlight=False, markup=False, soft_wrap=True)
+
+
+def _print_finding(f: Finding, console: Console) -> None:
+    save = f" (saves ~{f.saving_ms:,.0f} ms per request)" if f.saving_ms else ""
+    _hanging(console, _MARK_PLAIN[f.severity] + " ", f.title, _STYLE[f.severity])
+    _hanging(console, "  ", f"{f.id} · {f.severity}", "dim")
+    sources = list(dict.fromkeys(e.source for e in f.evidence))
+    for e in f.evidence:
+        tail = "" if len(sources) == 1 else f" ({e.source})"
+        _hanging(console, "  • ", e.fact + tail)
+    if len(sources) == 1:
+        _hanging(console, "    ", f"from {sources[0]}", "dim")
+    _hanging(console, "  → ", f.remedy + save, "green")
+    console.print()
+
+
+def print_comparisons(found: Sequence[Comparison], console: Console) -> None:
+    """One line per measured switch (text → ids, direct → gateway, target → target).
+
+    >>> import io; out = io.StringIO(); c = Console(file=out, width=80, color_system=None)
+    >>> print_comparisons([Comparison("via the gateway", "median TTFT 57.0 → 47.2 ms (-17%)")], c)
+    >>> print(out.getvalue().strip())
+    measured: via the gateway: median TTFT 57.0 → 47.2 ms (-17%)
+    """
+    for c in found:
+        _hanging(console, "measured: ", f"{c.subject}: {c.text}")

@@ -15,9 +15,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from ttftscope.report.inputs import Sample
-from ttftscope.report.parts import series_name
-from ttftscope.report.results import Run
+from ttftscope.results.files import Sample
+from ttftscope.results.parts import series_name
+from ttftscope.results.runs import Run
 
 Source = Literal["samples", "records"]
 
@@ -53,7 +53,7 @@ def _clock(samples: Sequence[Sample]) -> Callable[[Sample], float]:
 def queue_timelines(run: Run) -> list[Timeline]:
     """Waiting requests over time, one line per sampled target (else per series).
 
-    >>> from pathlib import Path; from ttftscope.report.results import RunPart
+    >>> from pathlib import Path; from ttftscope.results.runs import RunPart
     >>> part = RunPart(kind="bench", key="k", label="b", source=Path("d"),
     ...                samples=(Sample(t=10.0, waiting=0), Sample(t=10.25, waiting=3)))
     >>> queue_timelines(Run(kind="bench", key="k", label="b", parts=(part,)))[0].values
@@ -77,7 +77,7 @@ def queue_timelines(run: Run) -> list[Timeline]:
 def hit_rate_timelines(run: Run) -> list[Timeline]:
     """Prefix hit rate over time: per sampling interval, else each request's own.
 
-    >>> from pathlib import Path; from ttftscope.report.results import RunPart
+    >>> from pathlib import Path; from ttftscope.results.runs import RunPart
     >>> s = tuple(Sample(t=t, prefix_hits=h, prefix_queries=q)
     ...           for t, h, q in ((0, 0, 0), (1, 90, 100), (2, 90, 100), (3, 280, 300)))
     >>> part = RunPart(kind="bench", key="k", label="b", source=Path("d"), samples=s)
@@ -133,7 +133,7 @@ def _from_records(run: Run, what: Literal["waiting", "hit_rate"]) -> list[Timeli
 def peak_waiting(run: Run) -> float | None:
     """The most requests seen waiting at once: samples, records or the bench summary.
 
-    >>> from pathlib import Path; from ttftscope.report.results import RunPart
+    >>> from pathlib import Path; from ttftscope.results.runs import RunPart
     >>> part = RunPart(kind="bench", key="k", label="b", source=Path("d"),
     ...                samples=(Sample(t=0, waiting=2), Sample(t=1, waiting=7)))
     >>> peak_waiting(Run(kind="bench", key="k", label="b", parts=(part,)))

@@ -1,0 +1,266 @@
+"""Finding: TTFT bound by tokenization (client or server front end) that grows with context.
+
+The evidence is a line fit of the front end's time against prompt tokens over the warm
+requests of one series (ms per 1K tokens), its share of TTFT at the largest context, and the
+prefix-cache hit rate: the better the cache, the more of what is left is tokenization. Where a
+run measured the same prompts as text and as ids (``probe --ab ids``) or direct and through
+the gateway, the difference is the saving, measured rather than estimated. The server front
+end is a finding when it is a large share of TTFT, or when that measured saving is material
+in ms: on a slow or loaded machine prefill stretches TTFT and the share shrinks, while the
+milliseconds ids save stay.
+
+A series already sent through ttftscope's gateway whose front end still dominates points at
+the gateway (ids not sent, or passed through as text). A bench run has no per-request server
+parts; its summary's run-wide histogram means are judged instead, once for all the targets
+that share them (a per-target figure would blame one path for another's requests).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ttftscope.findings import Evidence, Finding
+from ttftscope.records import ProbeRecord
+from ttftscope.results.parts import (
+    breakdown,
+    hit_rate,
+    latency_samples,
+    split_series,
+    summary_breakdown,
+)
+from ttftscope.results.runs import Run
+from ttftscope.stats import median
+
+__all__ = [
+    "MIN_SAVING_MS",
+    "LineFit",
+    "client_tokenization_findings",
+    "fit_line",
+    "measured_saving_ms",
+    "server_tokenization_findings",
+    "tokenization_findings",
+]
+
+# A front end under this many ms at the largest context is not worth a gateway.
+MIN_FRONTEND_MS = 20.0
+MIN_SHARE = 0.3
+# A measured text-vs-ids (or direct-vs-gateway) saving this large is a finding whatever its
+# share of TTFT: the share moves with the machine's speed and load, the saving is evidence.
+MIN_SAVING_MS = 20.0
+# variants whose prompt the server renders and tokenizes itself
+_SERVER_TOKENIZES = ("chat", "text", "direct", "messages", "responses")
+_IDS_REMEDY = (
+    "send token ids so the server skips rendering and tokenizing: run "
+    "`ttftscope gateway --upstream URL --model-dir DIR` and point clients at it"
+)
+_GATEWAY_REMEDY = (
+    "check in the gateway's /metrics that it sends ids (ttftscope_gateway_upstream_api) and "
+    "why requests pass through as text (ttftscope_gateway_passthrough_total)"
+)
+
+
+def _via_gateway(name: str) -> bool:
+    return "gateway" in name
+
+
+@dataclass(frozen=True)
+class LineFit:
+    """Least-squares ``y = slope * x + intercept`` and how well it fits (r²).
+
+    >>> f = fit_line([1, 2, 3], [2, 4, 6]); round(f.slope, 3), round(f.r2, 3)
+    (2.0, 1.0)
+    """
+
+    slope: float
+    intercept: float
+    r2: float
+    n: int
+
+
+def fit_line(xs: Sequence[float], ys: Sequence[float]) -> LineFit | None:
+    """Fit a line; ``None`` with fewer than 3 points or one distinct ``x``."""
+    n = len(xs)
+    if n < 3 or len(set(xs)) < 2:
+        return None
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxx = sum((x - mx) ** 2 for x in xs)
+    sxy = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True))
+    syy = sum((y - my) ** 2 for y in ys)
+    slope = sxy / sxx
+    r2 = 1.0 if syy == 0 else (sxy * sxy) / (sxx * syy)
+    return LineFit(slope, my - slope * mx, r2, n)
+
+
+def _tokens(r: ProbeRecord) -> float | None:
+    n = r.prompt_tokens or r.client_tokens or r.context_tokens_target
+    return float(n) if n else None
+
+
+def _largest(records: Sequence[ProbeRecord]) -> list[ProbeRecord]:
+    sized = [(t, r) for r in records if (t := _tokens(r)) is not None]
+    if not sized:
+        return list(records)
+    top = max(t for t, _ in sized)
+    return [r for t, r in sized if t >= 0.8 * top]
+
+
+@dataclass(frozen=True)
+class _Series:
+    name: str
+    records: list[ProbeRecord]
+
+
+def _series(run: Run) -> list[_Series]:
+    samples = latency_samples(run.records, run.kind)
+    names = sorted({r.target or r.variant for r in samples})
+    return [_Series(n, [r for r in samples if (r.target or r.variant) == n]) for n in names]
+
+
+def _fit(records: Sequence[ProbeRecord], part: str) -> LineFit | None:
+    pts = [
+        (t / 1000.0, v)
+        for r in records
+        if (t := _tokens(r)) is not None and (v := getattr(r, part)) is not None
+    ]
+    return fit_line([x for x, _ in pts], [y for _, y in pts])
+
+
+def _measured_saving(run: Run, tokens: float) -> tuple[float, str] | None:
+    """Median TTFT text − ids (or direct − gateway) at the largest context, where both ran."""
+    series = {s.name: _largest(s.records) for s in _series(run)}
+    for slow, fast in (("text", "ids"), ("direct", "gateway"), ("chat", "gateway")):
+        a = median(r.client_ttft_ms for r in series.get(slow, []))
+        b = median(r.client_ttft_ms for r in series.get(fast, []))
+        if a is not None and b is not None:
+            return a - b, f"median TTFT {slow} {a:.0f} ms vs {fast} {b:.0f} ms at ~{tokens:,.0f}"
+    return None
+
+
+def measured_saving_ms(run: Run) -> float | None:
+    """The TTFT ids (or the gateway) measurably saved in ``run``, where both paths ran.
+
+    >>> measured_saving_ms(Run(kind="probe", key="k", label="p", parts=())) is None
+    True
+    """
+    found = _measured_saving(run, 0.0)
+    return None if found is None else found[0]
+
+
+def _finding_for(run: Run, s: _Series, part: str, where: str) -> Finding | None:
+    top = _largest(s.records)
+    value = median(getattr(r, part) for r in top)
+    ttft = median(r.client_ttft_ms for r in top)
+    tokens = median(_tokens(r) for r in top) or 0.0
+    if value is None or not ttft or value < MIN_FRONTEND_MS:
+        return None
+    gateway = part == "server_frontend_ms" and _via_gateway(s.name)
+    saving = None if gateway else _measured_saving(run, tokens)
+    # a measured saving is what ids remove from the server's front end, not the client's
+    measured = part == "server_frontend_ms" and saving is not None and saving[0] >= MIN_SAVING_MS
+    if value / ttft < MIN_SHARE and not measured:
+        return None
+    fit = _fit(s.records, part)
+    rate = hit_rate(s.records)
+    source = f"{', '.join(str(p) for p in run.sources)} ({s.name}, {len(s.records)} requests)"
+    facts = [
+        f"{where} {value:.0f} ms of {ttft:.0f} ms median TTFT ({value / ttft:.0%}) "
+        f"at ~{tokens:,.0f} prompt tokens"
+    ]
+    if fit is not None and fit.slope > 0:
+        facts.append(f"grows {fit.slope:.2f} ms per 1K tokens (line fit, r² {fit.r2:.2f})")
+    if rate is not None:
+        facts.append(f"prefix-cache hit rate {rate:.2f}: the cache cannot help with this part")
+    if saving is not None:
+        facts.append(saving[1] + " tokens")
+    return Finding(
+        id="tokenization-bound",
+        severity="warning",
+        title=f"TTFT is {value / ttft:.0%} {where}{' even through the gateway' * gateway} "
+        f"({s.name}) and grows with context",
+        evidence=[Evidence(fact=f, source=source) for f in facts],
+        remedy=_GATEWAY_REMEDY if gateway else _remedy(part),
+        saving_ms=round(saving[0], 1) if saving is not None and saving[0] > 0 else round(value, 1),
+    )
+
+
+def _remedy(part: str) -> str:
+    if part == "tokenize_ms":
+        return (
+            "tokenize incrementally on the client (ttftscope.ChatSession / "
+            "IncrementalEncoder) and send the ids, or let the gateway do it"
+        )
+    return _IDS_REMEDY
+
+
+def _histogram_finding(run: Run) -> Finding | None:
+    """A bench run without per-request server parts: its summaries' run-wide means."""
+    series = split_series(run)
+    if run.kind != "bench" or any(breakdown(list(s.records)) is not None for s in series):
+        return None
+    found = summary_breakdown(run.bench_summaries)
+    value = None if found is None else found.part("server_frontend")
+    if found is None or value is None or value < MIN_FRONTEND_MS:
+        return None
+    share = value / found.ttft_ms if found.ttft_ms > 0 else 0.0
+    if share < MIN_SHARE:
+        return None
+    names = [s.name for s in series] or ["the run"]
+    gateway = all(_via_gateway(n) for n in names)
+    return Finding(
+        id="tokenization-bound",
+        severity="warning",
+        title=f"TTFT is {share:.0%} server front end (rendering + tokenization) "
+        f"({' + '.join(names)}, run-wide server histograms)",
+        evidence=[
+            Evidence(
+                fact=f"server front end {value:.0f} ms of {found.ttft_ms:.0f} ms mean TTFT "
+                f"({share:.0%}) over {found.n} requests, from the servers' histograms",
+                source=", ".join(str(p) for p in run.sources),
+            )
+        ],
+        remedy=_GATEWAY_REMEDY if gateway else _IDS_REMEDY,
+        saving_ms=round(value, 1),
+    )
+
+
+def server_tokenization_findings(run: Run) -> list[Finding]:
+    """The worst series the server tokenizes, and any sent through the gateway that still
+    dominates; a bench without per-request parts: its run-wide histograms."""
+    out: list[Finding] = []
+    series = _series(run)
+    server = [
+        f
+        for s in series
+        if s.name in _SERVER_TOKENIZES
+        and (f := _finding_for(run, s, "server_frontend_ms", "server-side tokenization"))
+    ]
+    if server:
+        out.append(max(server, key=lambda f: f.saving_ms or 0.0))
+    out += [
+        f
+        for s in series
+        if _via_gateway(s.name)
+        and (f := _finding_for(run, s, "server_frontend_ms", "server-side tokenization"))
+    ]
+    if (histograms := _histogram_finding(run)) is not None:
+        out.append(histograms)
+    return out
+
+
+def client_tokenization_findings(run: Run) -> list[Finding]:
+    """Series whose client-side tokenization dominates TTFT and grows with context."""
+    return [
+        f
+        for s in _series(run)
+        if (f := _finding_for(run, s, "tokenize_ms", "client-side tokenization"))
+    ]
+
+
+def tokenization_findings(runs: Sequence[Run]) -> list[Finding]:
+    """Per run: the server-side findings, then client-side tokenization."""
+    out: list[Finding] = []
+    for run in runs:
+        out += server_tokenization_findings(run)
+        out += client_tokenization_findings(run)
+    return out

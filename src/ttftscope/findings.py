@@ -1,0 +1,103 @@
+"""What the doctor says: findings with evidence, a remedy and the TTFT they would save.
+
+A finding is one diagnosis with the numbers behind it and where they came from, so a reader
+can check it; the remedy is a command or a setting, not advice. The exit code gates a
+pipeline: any warning or worse makes it non-zero.
+
+The doctor's rules are the only place findings are made; this model sits below the
+capabilities so that ``report`` can render a diagnosis (terminal and HTML page) that the
+CLI had the doctor make.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+__all__ = ["Diagnosis", "Evidence", "Finding", "FindingId", "Severity"]
+
+Severity = Literal["info", "warning", "critical"]
+FindingId = Literal[
+    "dynamic-prefix",
+    "tokenization-bound",
+    "queueing",
+    "config-not-applied",
+    "inexact-token-ids",
+    "non-ascii-slow-path",
+    "rate-limited",
+    "prefix-cache-off",
+    "network-path",
+    "shared-server",
+]
+_RANK: dict[Severity, int] = {"info": 0, "warning": 1, "critical": 2}
+
+
+class Evidence(BaseModel):
+    """One measured fact and where it came from.
+
+    >>> Evidence(fact="hit rate 0.98", source="probe-1.jsonl (12 requests)").source
+    'probe-1.jsonl (12 requests)'
+    """
+
+    fact: str
+    source: str
+
+
+class Finding(BaseModel):
+    """One diagnosis: what is wrong, the evidence, what to do, and what it would save.
+
+    >>> f = Finding(id="queueing", severity="warning", title="requests wait",
+    ...             evidence=[], remedy="raise --max-num-seqs")
+    >>> f.gates
+    True
+    """
+
+    id: FindingId
+    severity: Severity
+    title: str
+    evidence: list[Evidence] = Field(default_factory=list)
+    remedy: str
+    saving_ms: float | None = None  # estimated TTFT saved per request, where it can be
+
+    @property
+    def gates(self) -> bool:
+        """Whether this finding makes ``doctor`` exit non-zero (a warning or worse)."""
+        return _RANK[self.severity] >= _RANK["warning"]
+
+
+class Diagnosis(BaseModel):
+    """Every finding of one doctor run, worst first, and what was looked at.
+
+    >>> Diagnosis(findings=[], checked=["config"]).exit_code
+    0
+    """
+
+    findings: list[Finding] = Field(default_factory=list)
+    checked: list[str] = Field(default_factory=list)  # what the doctor looked at
+    notes: list[str] = Field(default_factory=list)  # what it could not look at, and why
+
+    @classmethod
+    def of(
+        cls, findings: Iterable[Finding], checked: Iterable[str], notes: Iterable[str] = ()
+    ) -> Diagnosis:
+        """Findings sorted worst first (then by saving), the rest as given.
+
+        >>> f = Finding(id="queueing", severity="info", title="t", remedy="r")
+        >>> g = f.model_copy(update={"severity": "critical"})
+        >>> [x.severity for x in Diagnosis.of([f, g], []).findings]
+        ['critical', 'info']
+        """
+        ranked = sorted(findings, key=lambda f: (-_RANK[f.severity], -(f.saving_ms or 0.0)))
+        return cls(findings=ranked, checked=list(checked), notes=list(notes))
+
+    @property
+    def exit_code(self) -> int:
+        """0 when healthy or only informational; 1 when any finding is a warning or worse."""
+        return 1 if any(f.gates for f in self.findings) else 0
+
+    @property
+    def healthy(self) -> bool:
+        """Whether nothing rose to a warning."""
+        return self.exit_code == 0

@@ -1,0 +1,35 @@
+"""Outside the server dominating a TTFT worth shortening names the network path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.report.fixtures import Parts, record, write_probe_dir
+from ttftscope.doctor.rules.path import network_findings
+from ttftscope.findings import Finding
+from ttftscope.results.runs import load_runs
+
+
+def _network(*paths: Path) -> list[Finding]:
+    return network_findings(load_runs(list(paths)))
+
+
+def _of(findings: list[Finding], fid: str) -> list[Finding]:
+    return [f for f in findings if f.id == fid]
+
+
+def test_outside_the_server_dominating_names_the_network_path(tmp_path: Path) -> None:
+    recs = [record(i, Parts(frontend=5.0, prefill=20.0, outside=70.0)) for i in range(5)]
+    write_probe_dir(tmp_path, recs)
+    (f,) = _of(_network(tmp_path), "network-path")
+    assert f.title == "74% of TTFT is spent outside the server (chat at 8,000 tokens)"
+    assert "70 ms of 95 ms median TTFT" in f.evidence[0].fact
+    assert "keep connections alive" in f.remedy and f.saving_ms == 70.0
+
+
+def test_a_fast_or_balanced_ttft_has_no_network_finding(tmp_path: Path) -> None:
+    fast = [record(i, Parts(frontend=2.0, prefill=5.0, outside=30.0)) for i in range(5)]
+    write_probe_dir(tmp_path / "fast", fast)  # 37 ms: nothing worth removing
+    even = [record(i, Parts(frontend=40.0, prefill=40.0, outside=30.0)) for i in range(5)]
+    write_probe_dir(tmp_path / "even", even)  # 27%: not the largest share of note
+    assert not _of(_network(tmp_path / "fast", tmp_path / "even"), "network-path")

@@ -1,0 +1,49 @@
+"""Prefill that dominates at a low hit rate, and samples another client overlapped."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.report.fixtures import Parts, probe_records, record, write_probe_dir
+from ttftscope.doctor.rules.server import cache_findings, shared_server_findings
+from ttftscope.findings import Finding
+from ttftscope.results.runs import load_runs
+
+
+def _cache(path: Path) -> list[Finding]:
+    return cache_findings(load_runs([path]), None)
+
+
+def _shared(path: Path) -> list[Finding]:
+    return shared_server_findings(load_runs([path]))
+
+
+def _of(findings: list[Finding], fid: str) -> list[Finding]:
+    return [f for f in findings if f.id == fid]
+
+
+def test_prefill_at_a_low_hit_rate_says_prompts_are_recomputed(tmp_path: Path) -> None:
+    recs = [record(i, Parts(frontend=5.0, prefill=200.0, hit_rate=0.3)) for i in range(5)]
+    write_probe_dir(tmp_path, recs)
+    (f,) = _of(_cache(tmp_path), "prefix-cache-off")
+    assert f.title.startswith("prefill is 93% of TTFT at a 0.30 prefix hit rate (chat at 8,000")
+    assert "send a session to one replica" in f.remedy
+    # the same prefill at a good hit rate is the model's own work: no finding
+    good = [record(i, Parts(frontend=5.0, prefill=200.0, hit_rate=0.9)) for i in range(5)]
+    write_probe_dir(tmp_path / "good", good)
+    assert not _of(_cache(tmp_path / "good"), "prefix-cache-off")
+
+
+def test_samples_another_client_overlapped_are_said_to_be_left_out(tmp_path: Path) -> None:
+    recs = probe_records(sizes=(0,), variants=("chat",))
+    recs[1] = recs[1].model_copy(update={"contaminated": True})
+    write_probe_dir(tmp_path, recs)
+    (f,) = _of(_shared(tmp_path), "shared-server")
+    assert f.severity == "info" and f.title == "1 of 3 samples overlapped another client's requests"
+
+
+def test_a_short_prompts_low_hit_rate_is_expected_not_a_finding(tmp_path: Path) -> None:
+    # 500 prompt tokens: the fresh turn is most of the prompt, so most of it misses the cache
+    recs = [record(i, Parts(frontend=5.0, prefill=200.0, hit_rate=0.3), size=0) for i in range(5)]
+    write_probe_dir(tmp_path, recs)
+    assert not _of(_cache(tmp_path), "prefix-cache-off")

@@ -1,0 +1,81 @@
+"""A front end that dominates through the gateway, and a bench judged on its histograms once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.report.fixtures import BenchDir, Parts, bench_records
+from ttftscope.doctor.rules.tokenize import fit_line, server_tokenization_findings
+from ttftscope.findings import Finding
+from ttftscope.records import ProbeRecord
+from ttftscope.results.runs import load_runs
+
+# bench under concurrency: no request owns a histogram observation, records hold the client's
+# view only (its summary has the servers' means over the run)
+_SERVER_VIEW = ("server_ttft_ms", "queue_ms", "prefill_ms", "server_frontend_ms")
+_CLIENT_ONLY = {k: None for k in (*_SERVER_VIEW, "outside_server_ms", "prefix_hits")}
+_SLOW = Parts(frontend=600.0, prefill=200.0, queue=10.0, outside=20.0)
+
+
+def _server(path: Path) -> list[Finding]:
+    (run,) = load_runs([path])
+    return server_tokenization_findings(run)
+
+
+def _of(findings: list[Finding], fid: str) -> list[Finding]:
+    return [f for f in findings if f.id == fid]
+
+
+def _client_only(records: list[ProbeRecord]) -> list[ProbeRecord]:
+    return [r.model_copy(update=_CLIENT_ONLY) for r in records]
+
+
+def test_a_front_end_that_dominates_through_the_gateway_points_at_the_gateway(
+    tmp_path: Path,
+) -> None:
+    recs = bench_records(10, Parts(frontend=60.0, prefill=20.0), targets=("gateway",))
+    BenchDir(records=recs).write(tmp_path)
+    (f,) = _of(_server(tmp_path), "tokenization-bound")
+    assert "even through the gateway (gateway)" in f.title
+    assert "ttftscope_gateway_passthrough_total" in f.remedy
+    assert "run `ttftscope gateway" not in f.remedy
+
+
+def test_a_bench_without_per_request_parts_is_judged_on_its_histograms(tmp_path: Path) -> None:
+    summary = {
+        "run_id": "bench-1",
+        "mean_ttft_ms": 900.0,
+        "server_mean_ttft_ms": 880.0,
+        "server_mean_frontend_ms": 600.0,
+        "server_mean_queue_ms": 10.0,
+        "server_mean_prefill_ms": 200.0,
+        "prefix_hit_rate": 0.99,
+    }
+    BenchDir(records=_client_only(bench_records(10, _SLOW)), summary=summary).write(tmp_path)
+    (f,) = _of(_server(tmp_path), "tokenization-bound")
+    assert "67% server front end" in f.title and "direct, run-wide server histograms" in f.title
+    assert "600 ms of 900 ms mean TTFT (67%)" in f.evidence[0].fact
+    assert "`ttftscope gateway" in f.remedy
+
+
+def test_targets_on_shared_histograms_get_one_finding_that_names_both(tmp_path: Path) -> None:
+    # direct and gateway on one server: its histograms mix both targets' requests, so a
+    # per-target finding would blame the gateway for the direct requests' front end
+    records = _client_only(bench_records(10, _SLOW, targets=("direct", "gateway")))
+    summary = {
+        "run_id": "bench-1",
+        "mean_ttft_ms": 900.0,
+        "server_mean_ttft_ms": 880.0,
+        "server_mean_frontend_ms": 600.0,
+        "server_mean_prefill_ms": 200.0,
+    }
+    BenchDir(records=records, summary=summary).write(tmp_path)
+    (f,) = _of(_server(tmp_path), "tokenization-bound")
+    assert "(direct + gateway, run-wide server histograms)" in f.title
+    assert "even through the gateway" not in f.title
+
+
+def test_line_fit() -> None:
+    fit = fit_line([1.0, 2.0, 3.0, 4.0], [3.0, 5.0, 7.0, 9.5])
+    assert fit is not None and 2.0 < fit.slope < 2.3 and fit.r2 > 0.99
+    assert fit_line([1.0, 1.0, 1.0], [1.0, 2.0, 3.0]) is None
