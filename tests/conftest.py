@@ -1,11 +1,20 @@
 """Fixtures shared by every test folder (``tests`` is a package: helpers import as
-``tests.faultserver``)."""
+``tests.faultserver``).
+
+``tokenizer_paths`` builds (or finds cached) every family in
+:data:`tests.tokenizer_fixtures.fixtures.FAMILIES`. A build or verification failure makes every test
+using it ERROR, never skip: a silently missing tokenizer would hide real regressions.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
+from tests.tokenizer_fixtures.fixtures import FAMILIES, build_all
+from ttftscope.tokenization.loader import Tokenizer, load_tokenizer
 
 
 @pytest.fixture
@@ -20,3 +29,22 @@ def proj(tmp_path: Path) -> Path:
 def env(tmp_path: Path) -> dict[str, str]:
     """A hermetic environment whose user config dir is empty (and inside tmp_path)."""
     return {"XDG_CONFIG_HOME": str(tmp_path / "xdg"), "HOME": str(tmp_path / "home")}
+
+
+@pytest.fixture(scope="session")
+def tokenizer_paths() -> dict[str, Path]:
+    """Family name → folder holding ``tokenizer.json`` (+ ``tokenizer_config.json``)."""
+    return build_all(FAMILIES)
+
+
+@pytest.fixture(scope="session")
+def load_family(tokenizer_paths: dict[str, Path]) -> Callable[[str], Tokenizer]:
+    """Load a family's fixture once per session (loading o200k/llama3 takes ~1 s)."""
+    loaded: dict[str, Tokenizer] = {}
+
+    def load(family: str) -> Tokenizer:
+        if family not in loaded:
+            loaded[family] = load_tokenizer(tokenizer_paths[family])
+        return loaded[family]
+
+    return load
