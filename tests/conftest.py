@@ -1,13 +1,15 @@
 """Fixtures shared by every test folder (``tests`` is a package: helpers import as
-``tests.faultserver``).
+``tests.faultserver``), and the coverage summary of ``scripts/test.sh``.
 
 ``tokenizer_paths`` builds (or finds cached) every family in
-:data:`tests.tokenizer_fixtures.fixtures.FAMILIES`. A build or verification failure makes every test
-using it ERROR, never skip: a silently missing tokenizer would hide real regressions.
+:data:`tests.tokenizer_fixtures.fixtures.FAMILIES`. A build or verification failure makes
+every test using it ERROR, never skip: a silently missing tokenizer would hide real
+regressions.
 """
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable
 from pathlib import Path
 
@@ -48,3 +50,31 @@ def load_family(tokenizer_paths: dict[str, Path]) -> Callable[[str], Tokenizer]:
         return loaded[family]
 
     return load
+
+
+LEAST_COVERED = 5
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_terminal_summary(
+    terminalreporter: pytest.TerminalReporter, config: pytest.Config
+) -> None:
+    """With ``--cov`` (scripts/test.sh): the least covered modules and the total, instead of
+    pytest-cov's table of every module."""
+    if not config.getoption("cov_source", None) or config.getoption("no_cov", False):
+        return
+    import coverage  # dev-only, and only when coverage was measured
+    from coverage.exceptions import NoDataError
+
+    cov = coverage.Coverage()
+    cov.load()
+    table = io.StringIO()
+    try:
+        cov.report(file=table, sort="cover", skip_covered=True, show_missing=False)
+    except NoDataError:
+        return
+    lines = table.getvalue().splitlines()
+    terminalreporter.write_sep("-", f"the {LEAST_COVERED} least covered modules")
+    total = [line for line in lines if line.startswith("TOTAL")]
+    for line in lines[: 2 + LEAST_COVERED] + total:  # the header, its rule, the rows, TOTAL
+        terminalreporter.write_line(line)
