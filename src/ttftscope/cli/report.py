@@ -8,6 +8,7 @@ import click
 from rich.markup import escape
 
 from ttftscope.cli.console import make_console
+from ttftscope.cli.extras import require_extra
 from ttftscope.cli.options import cli_state
 from ttftscope.report.results import load_runs
 from ttftscope.report.terminal import print_verdict
@@ -39,6 +40,7 @@ def default_out(first: Path) -> Path:
 def report(ctx: click.Context, result_dirs: tuple[Path, ...], out: Path | None) -> None:
     """Read probe and bench result directories (shards of one run are merged) and write one
     self-contained HTML report; print its verdict."""
+    require_extra("report")
     from ttftscope.report.html import write_report  # plotly loads only for this command
 
     state = cli_state(ctx)
