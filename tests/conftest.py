@@ -14,9 +14,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from tests.tokenizer_fixtures.fixtures import FAMILIES, build_all
 from ttftscope.tokenization.loader import Tokenizer, load_tokenizer
+
+# No wall-time bounds in unit tests, hypothesis's 200 ms deadline included: under coverage on
+# a loaded 2-core machine a workload property took 252 ms once and failed the suite.
+settings.register_profile("ttftscope", deadline=None)
+settings.load_profile("ttftscope")
 
 
 @pytest.fixture
