@@ -14,11 +14,15 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 import time
 from pathlib import Path
 
+# the repository root: the tokenizer fixtures are the tests' tooling, not installed
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.tokenizer_fixtures.fixtures import FAMILIES, build_fixture
+
 from ttftscope.agenttext import agent_turn, build_context
-from ttftscope.tokenization.fixtures import FAMILIES, build_fixture
 from ttftscope.tokenization.incremental import IncrementalEncoder
 from ttftscope.tokenization.loader import load_tokenizer
 

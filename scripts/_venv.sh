@@ -30,7 +30,7 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 if [ -x .venv/bin/ttftscope ] && [ -x .venv/bin/pytest ]; then
-  _setup_label="updating ttftscope's editable install in .venv (pip install -e '.[dev]'; quick when nothing changed)"
+  _setup_label="updating ttftscope's editable install in .venv (pip install -e '.[all,dev]'; quick when nothing changed)"
 else
   _setup_label="installing ttftscope and its dev tools into .venv (first run 1-4 min)"
 fi
@@ -39,7 +39,7 @@ _setup_ticker "${_setup_label%% (*}" &
 _setup_ticker_pid=$!
 _setup_rc=0
 # pip is quiet on success; its log goes to .venv/pip.log for when it is not
-.venv/bin/pip install --disable-pip-version-check -q -e '.[dev]' >.venv/pip.log 2>&1 || _setup_rc=$?
+.venv/bin/pip install --disable-pip-version-check -q -e '.[all,dev]' >.venv/pip.log 2>&1 || _setup_rc=$?
 kill "$_setup_ticker_pid" 2>/dev/null || true
 wait "$_setup_ticker_pid" 2>/dev/null || true
 if [ -t 2 ]; then printf '\r\033[K' >&2; fi

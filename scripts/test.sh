@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The whole test suite: lint, format, types, layers, unit tests, tokenizer matrix, real vLLM.
+# The whole test suite: lint, format, types, layers, unit tests, tokenizer matrix, real vLLM,
+# and coverage. The fast loop is a bare `.venv/bin/pytest` (the unit tier; README, Develop).
 source "$(dirname "$0")/_venv.sh"
 echo "== ruff";  .venv/bin/ruff check src tests benchmarks
 echo "== ruff format"; .venv/bin/ruff format --check -q src tests benchmarks
@@ -15,5 +16,9 @@ echo "== nginx for the gateway-replica test (Debian's package)"
 bash scripts/install_nginx.sh
 echo "== coding agents for the agent tests (Claude Code, Codex from npm; cached after the first run)"
 bash scripts/install_agents.sh
-echo "== pytest"
-exec .venv/bin/pytest -p no:cacheprovider "$@"
+echo "== pytest (every tier, e2e included; coverage of ttftscope, subprocesses too)"
+# -m "" lifts the fast loop's default `-m 'not e2e'`; the coverage floor (fail_under in
+# pyproject.toml) holds for the whole suite only, so a run narrowed by arguments has none
+floor=()
+if [ "$#" -gt 0 ]; then floor=(--cov-fail-under=0); fi
+exec .venv/bin/pytest -p no:cacheprovider -m "" --cov --cov-report= "${floor[@]}" "$@"

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from ttftscope.tokenization.fixtures import build_all
+from tests.tokenizer_fixtures.fixtures import build_all
 
 ROOT = Path(__file__).parent.parent
 FIELDS = {

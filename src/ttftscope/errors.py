@@ -12,7 +12,8 @@ Tree::
     │   └── StreamBroken            stream dropped mid-way or an error event in-stream
     ├── MetricsError                /metrics unreachable or unparsable
     ├── TokenizerError              tokenizer file missing, unreadable or unsupported
-    └── LocalServerError            local vLLM could not be installed, built, started or stopped
+    ├── LocalServerError            local vLLM could not be installed, built, started or stopped
+    └── MissingExtra                a command needs an optional extra that is not installed (18)
 
 The names differ from httpx's (``RequestError``, ``ConnectError``, ``HTTPStatusError``,
 ``StreamError``) so code that handles both reads unambiguously. Every request failure has a
@@ -336,6 +337,29 @@ class LocalServerError(TtftscopeError):
     """
 
     exit_code = 15
+
+
+class MissingExtra(TtftscopeError):
+    """A command needs an optional extra (``ttftscope[gateway]``, …) that is not installed.
+
+    >>> print(MissingExtra("bench", ("aiohttp",)))
+    `ttftscope bench` needs aiohttp, which is not installed
+      hint: pip install 'ttftscope[bench]'  (or 'ttftscope[all]')
+    >>> MissingExtra("report", ("plotly",)).exit_code
+    18
+    """
+
+    exit_code = 18
+
+    def __init__(self, extra: str, missing: tuple[str, ...], *, command: str | None = None) -> None:
+        self.extra = extra
+        self.missing = missing
+        names = ", ".join(missing)
+        verb = "is" if len(missing) == 1 else "are"
+        super().__init__(
+            f"`ttftscope {command or extra}` needs {names}, which {verb} not installed",
+            hint=f"pip install 'ttftscope[{extra}]'  (or 'ttftscope[all]')",
+        )
 
 
 _STATUS_ERRORS: dict[FailureKind, type[ServerStatusError]] = {

@@ -12,7 +12,7 @@ import time
 import httpx
 
 from tests.faultserver import FaultServer
-from ttftscope.tokenization.fixtures import build_all
+from tests.tokenizer_fixtures.fixtures import build_all
 
 CLI = [sys.executable, "-c", "from ttftscope.cli import main; main()", "gateway"]
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ttftscope.tokenization.fixtures import FAMILIES, build_all
+from tests.tokenizer_fixtures.fixtures import FAMILIES, build_all
 from ttftscope.tokenization.loader import Tokenizer, load_tokenizer
 
 

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ttftscope.tokenization.fixtures import FAMILIES, mixed_text
+from tests.tokenizer_fixtures.fixtures import FAMILIES, mixed_text
 from ttftscope.tokenization.incremental import IncrementalEncoder
 from ttftscope.tokenization.loader import Tokenizer
 

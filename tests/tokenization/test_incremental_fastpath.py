@@ -15,10 +15,10 @@ import tokenizers
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.tokenizer_fixtures.fixtures import FAMILIES, mixed_text
 from ttftscope.tokenization import fastpath as fp
 from ttftscope.tokenization import spacewindow as sw
 from ttftscope.tokenization.engines import engines_for
-from ttftscope.tokenization.fixtures import FAMILIES, mixed_text
 from ttftscope.tokenization.incremental import IncrementalEncoder
 from ttftscope.tokenization.loader import Tokenizer
 from ttftscope.tokenization.offsets import convert

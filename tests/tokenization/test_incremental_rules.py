@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tokenizers import decoders, models, normalizers, pre_tokenizers, trainers
 
+from tests.tokenizer_fixtures.fixtures import mixed_text
 from ttftscope.tokenization.boundary import analyse, regex_is_local
-from ttftscope.tokenization.fixtures import mixed_text
 from ttftscope.tokenization.incremental import IncrementalEncoder
 from ttftscope.tokenization.textscan import (
     char_class,

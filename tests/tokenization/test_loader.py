@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.tokenizer_fixtures import fixture_build as fb
+from tests.tokenizer_fixtures.fixtures import FAMILIES
 from ttftscope.assets import package_file
 from ttftscope.errors import TokenizerError
-from ttftscope.tokenization import fixture_build as fb
-from ttftscope.tokenization.fixtures import FAMILIES
 from ttftscope.tokenization.loader import Tokenizer, load_tokenizer
 
 SMALL = (

@@ -12,7 +12,7 @@ import tokenizers
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ttftscope.tokenization import fixture_build as fb
+from tests.tokenizer_fixtures import fixture_build as fb
 from ttftscope.tokenization.loader import Tokenizer
 from ttftscope.tokenization.tiktoken_convert import (
     adapt_pattern,

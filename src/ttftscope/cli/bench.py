@@ -14,10 +14,9 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
-import uvloop
 from rich.console import Console
 from rich.progress import (
     Progress,
@@ -35,10 +34,10 @@ from ttftscope.bench.options import (
     parse_shard,
     parse_target,
 )
-from ttftscope.bench.runner import BenchRun, Hooks, run_bench
 from ttftscope.bench.sampler import Sample
 from ttftscope.bench.table import print_bench_summary
 from ttftscope.cli.console import make_console
+from ttftscope.cli.extras import require_extra
 from ttftscope.cli.options import CliState, cli_state, dumps, endpoint_options, excluded_fields
 from ttftscope.cli.progress import fit_description, live_bar
 from ttftscope.client.apis import APIS
@@ -46,6 +45,9 @@ from ttftscope.client.endpoint import Endpoint
 from ttftscope.client.stream import StreamResult, raise_for_result
 from ttftscope.records import ProbeRecord
 from ttftscope.tokenization.loader import load_tokenizer
+
+if TYPE_CHECKING:
+    from ttftscope.bench.runner import BenchRun
 
 __all__ = ["bench"]
 
@@ -196,6 +198,8 @@ def run_loop(coro: Coroutine[Any, Any, T]) -> T:
     >>> run_loop(two())
     2
     """
+    import uvloop  # the bench extra's
+
     with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
         return runner.run(coro)
 
@@ -207,6 +211,9 @@ def execute_bench(state: CliState, args: BenchArgs) -> BenchRun:
 
     >>> execute_bench(CliState(), args)  # doctest: +SKIP
     """
+    require_extra("bench")
+    from ttftscope.bench.runner import Hooks, run_bench  # aiohttp: the bench extra's
+
     opts = args.options()
     s = state.load().settings
     ep = Endpoint.from_settings(s, headers=state.headers)

@@ -19,6 +19,7 @@ from typing import Any
 import click
 
 from ttftscope.cli.bench import BenchArgs, execute_bench
+from ttftscope.cli.extras import Extra, require_extra
 from ttftscope.cli.options import CliState, cli_state
 from ttftscope.cli.probe import ProbeArgs, probe_options, run_probe_command
 from ttftscope.cli.report import report
@@ -105,6 +106,20 @@ def _probe_and_bench(
     return summary, dirs
 
 
+def _extras_used(no_gateway: bool, no_bench: bool, as_json: bool) -> list[Extra]:
+    """The extras this run needs: checked before vLLM starts, not after minutes of it.
+
+    >>> _extras_used(no_gateway=False, no_bench=True, as_json=True)
+    ['gateway']
+    """
+    used: dict[Extra, bool] = {
+        "gateway": not no_gateway,
+        "bench": not (no_gateway or no_bench),
+        "report": not as_json,
+    }
+    return [extra for extra, needed in used.items() if needed]
+
+
 @click.command()
 @probe_options
 @click.option("--keep-server", is_flag=True, help="Leave the local vLLM running afterwards")
@@ -141,6 +156,8 @@ def demo(
         as_json=as_json,
         wide=wide,
     )
+    for extra in _extras_used(no_gateway, no_bench, as_json):
+        require_extra(extra, command="demo")
     state.err.print("preparing the local vLLM (the first run installs ~3.4 GB, then cached)")
     started = process.ensure_started()
     server = started.server

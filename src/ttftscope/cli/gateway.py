@@ -12,6 +12,7 @@ from typing import cast
 import click
 import httpx
 
+from ttftscope.cli.extras import require_extra
 from ttftscope.cli.options import CliState, cli_state, config_options
 from ttftscope.config.schema import GatewaySettings, UpstreamSettings
 from ttftscope.errors import ConfigError, TokenizerError
@@ -84,6 +85,7 @@ def gateway(
     """
     if ctx.invoked_subcommand is not None:
         return
+    require_extra("gateway")
     from ttftscope.gateway.serve import serve
 
     state = cli_state(ctx)

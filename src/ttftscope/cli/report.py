@@ -12,6 +12,7 @@ import click
 
 from ttftscope.cli.console import make_console
 from ttftscope.cli.doctor import records_diagnosis
+from ttftscope.cli.extras import require_extra
 from ttftscope.cli.options import cli_state
 from ttftscope.report.compare import comparisons
 from ttftscope.report.terminal import print_comparisons, print_diagnosis
@@ -43,6 +44,7 @@ def default_out(first: Path) -> Path:
 def report(ctx: click.Context, result_dirs: tuple[Path, ...], out: Path | None) -> None:
     """Read probe and bench result directories (shards of one run are merged) and write one
     self-contained HTML report; print the doctor's diagnosis of them."""
+    require_extra("report")
     from ttftscope.report.html import write_report  # plotly loads only for this command
 
     state = cli_state(ctx)

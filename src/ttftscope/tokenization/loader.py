@@ -177,8 +177,8 @@ def _load_path(p: Path) -> Tokenizer:
     raise TokenizerError(
         f"unsupported tokenizer file {p.name} (at {p.parent})",
         hint="supported: tokenizer.json, a folder with tokenizer.json, *.tiktoken, "
-        "*.tiktoken.gz; convert SentencePiece/GGUF files with `python -m "
-        "ttftscope.tokenization.fixtures` or transformers first",
+        "*.tiktoken.gz; convert SentencePiece/GGUF files to tokenizer.json first (with "
+        "transformers: AutoTokenizer.from_pretrained(...).save_pretrained(DIR))",
     )
 
 

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 import tokenizers
 
+from tests.tokenizer_fixtures import fixture_build as fb
+from tests.tokenizer_fixtures import fixtures
 from ttftscope.assets import cache_dir
 from ttftscope.errors import TokenizerError
-from ttftscope.tokenization import fixture_build as fb
-from ttftscope.tokenization import fixtures
 from ttftscope.tokenization.loader import Tokenizer
 from ttftscope.tokenization.tiktoken_convert import known_encodings
 

@@ -1,4 +1,4 @@
-"""Converters behind :mod:`ttftscope.tokenization.fixtures`: package files → ``tokenizer.json``.
+"""Converters behind :mod:`~tests.tokenizer_fixtures.fixtures`: package files → tokenizer.json.
 
 Each builder returns a :class:`Built`: the tokenizer document, an optional
 ``tokenizer_config.json``, and what to verify it against (a reference encoder from the
@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tests.tokenizer_fixtures.gguf_meta import read_gguf_metadata
 from ttftscope.assets import package_file
 from ttftscope.errors import TokenizerError
-from ttftscope.tokenization.gguf_meta import read_gguf_metadata
 from ttftscope.tokenization.tiktoken_convert import (
     TiktokenSpec,
     ranks_to_tokenizer_json,

@@ -2,7 +2,7 @@
 
 Each family is built once into ``cache_dir()/tokenizers/<family>/`` (``tokenizer.json`` plus a
 ``tokenizer_config.json`` where a chat template or BOS/EOS applies) and marked done only after
-it encodes exactly like its reference. Run ``python -m ttftscope.tokenization.fixtures`` to build
+it encodes exactly like its reference. Run ``python -m tests.tokenizer_fixtures`` to build
 them and print where they are.
 
 >>> build_fixture("cl100k")  # doctest: +SKIP
@@ -24,9 +24,9 @@ from typing import Any
 
 import tokenizers
 
+from tests.tokenizer_fixtures import fixture_build as fb
 from ttftscope.assets import cache_dir
 from ttftscope.errors import TokenizerError, TtftscopeError
-from ttftscope.tokenization import fixture_build as fb
 
 __all__ = ["FAMILIES", "build_all", "build_fixture", "fixture_dir", "main", "mixed_text"]
 
@@ -228,7 +228,7 @@ def build_all(families: Sequence[str] = FAMILIES) -> dict[str, Path]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """CLI: ``python -m ttftscope.tokenization.fixtures [--family NAME]... [--out DIR]``.
+    """CLI: ``python -m tests.tokenizer_fixtures [--family NAME]... [--out DIR]``.
 
     ``--out`` sets the cache folder (same as ``TTFTSCOPE_CACHE_DIR``).
 
@@ -237,7 +237,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     0
     """
     parser = argparse.ArgumentParser(
-        prog="python -m ttftscope.tokenization.fixtures",
+        prog="python -m tests.tokenizer_fixtures",
         description=__doc__.split("\n\n")[0] if __doc__ else None,
     )
     parser.add_argument(
@@ -273,7 +273,3 @@ def main(argv: Sequence[str] | None = None) -> int:
             flush=True,
         )
     return status
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

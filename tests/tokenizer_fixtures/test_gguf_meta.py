@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.tokenizer_fixtures.fixture_build import LLAMA_CPP_SDIST
+from tests.tokenizer_fixtures.gguf_meta import read_gguf_metadata
 from ttftscope.assets import package_file
 from ttftscope.errors import TokenizerError
-from ttftscope.tokenization.fixture_build import LLAMA_CPP_SDIST
-from ttftscope.tokenization.gguf_meta import read_gguf_metadata
 
 
 def _s(text: str) -> bytes:
