@@ -17,7 +17,6 @@ from ttftscope.cli.options import CliState, cli_state, config_options
 from ttftscope.config.schema import GatewaySettings, UpstreamSettings
 from ttftscope.errors import ConfigError, TokenizerError
 from ttftscope.gateway.clientconfig import CLIENT_KINDS, ClientKind, client_config
-from ttftscope.gateway.state import inbound_keys
 from ttftscope.localserver import process
 from ttftscope.localserver.model import model_dir as local_model_dir
 
@@ -130,6 +129,8 @@ def preflight(settings: GatewaySettings) -> None:
                 hint=f"point {where} (or --model-dir) at the folder with the served model's "
                 "tokenizer.json and chat template",
             )
+    from ttftscope.gateway.state import inbound_keys  # the [gateway] extra: checked first
+
     inbound_keys(settings, os.environ)
     _check_port(settings.host, settings.port)
 
