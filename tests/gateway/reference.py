@@ -29,7 +29,7 @@ def reference_prompt(
     """The prompt transformers renders from ``model_dir``'s chat template."""
     config = json.loads((model_dir / "tokenizer_config.json").read_text())
     rendered: Any = chat_template_utils.render_jinja_template(
-        conversations=[list(messages)],
+        conversations=[[dict(m) for m in messages]],
         chat_template=config["chat_template"],
         add_generation_prompt=add_generation_prompt,
         bos_token=_token_text(config.get("bos_token")),
