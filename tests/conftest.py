@@ -6,6 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# No test here is about speed: hypothesis's per-example deadline (200 ms by default) would only
+# measure how loaded the machine is, and fail tests on a busy 2-core runner.
+settings.register_profile("ttftscope", deadline=None)
+settings.load_profile("ttftscope")
 
 
 @pytest.fixture
