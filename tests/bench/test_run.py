@@ -195,7 +195,10 @@ def test_records_validate_and_the_summary_has_the_flat_keys(
             keys_here += [f"{w}_{stem}_ms" for w in ("mean", "median", "std", "p50", "p90", "p99")]
         assert all(k in scope for k in keys_here), [k for k in keys_here if k not in scope]
     assert saved["completed"] == 12 and saved["warmups"] == 1 and saved["label"] == "ci"
-    assert 8 <= saved["median_itl_ms"] < 60  # the fault server sends a chunk every 10 ms
+    # the fault server sends a chunk every 10 ms; the gaps fit in each stream's own span from
+    # the first content to the last byte (3 chunks: 2 gaps), whatever load did to that span
+    spans = [((r.last_byte_ms or 0) - (r.client_ttft_ms or 0)) / 2 for r in measured]
+    assert 8 <= saved["median_itl_ms"] <= max(spans)
     assert saved["p99_ttft_ms"] >= saved["median_ttft_ms"] >= 20
 
 
