@@ -186,6 +186,8 @@ def test_a_compacted_history_costs_one_encode_never_a_wrong_id(
             assert resp.status_code == 200
             want = reference_ids(qwen2_dir, as_chat)
             assert upstream.last_request.json()["kv_transfer_params"]["prompt_token_ids"] == want
+        # the compacted prompt keeps the system prompt: an edit after it, not a full re-encode
+        assert _metric(gw, "ttftscope_gateway_encoder_full_fallbacks_total") == 0
 
 
 def test_responses_go_upstream_with_exact_ids_and_stateful_ones_as_text(
