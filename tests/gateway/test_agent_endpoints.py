@@ -14,10 +14,9 @@ import pytest
 
 from tests.faultserver import FaultOptions, FaultServer
 from tests.gateway.gatewayserver import GatewayServer
+from tests.gateway.reference import reference_ids
 from tests.gatewaymetrics import gateway_metric
 from ttftscope.config.schema import GatewaySettings, UpstreamSettings
-from ttftscope.tokenization.chat import ChatRenderer
-from ttftscope.tokenization.loader import Tokenizer
 
 MODEL = "tiny-llama"
 FIRST = [{"role": "user", "content": [{"type": "text", "text": "fix the bug"}]}]
@@ -56,9 +55,9 @@ def _metric(gw: GatewayServer, name: str, **labels: str) -> float:
 
 
 def test_messages_go_upstream_with_exact_ids_streamed_or_not(
-    upstream: FaultServer, qwen2_dir: Path, qwen2: Tokenizer
+    upstream: FaultServer, qwen2_dir: Path
 ) -> None:
-    want = qwen2.encode(ChatRenderer(qwen2).render(AS_CHAT))
+    want = reference_ids(qwen2_dir, AS_CHAT)
     with GatewayServer(_settings(upstream, qwen2_dir)) as gw:
         for stream in (False, True):
             resp = _post(gw, "/messages?beta=true", {**ANTHROPIC, "stream": stream})
@@ -77,10 +76,8 @@ def test_messages_go_upstream_with_exact_ids_streamed_or_not(
         assert _metric(gw, "ttftscope_gateway_upstream_first_token_seconds_count") >= 1
 
 
-def test_count_tokens_is_answered_by_the_gateway(
-    upstream: FaultServer, qwen2_dir: Path, qwen2: Tokenizer
-) -> None:
-    want = len(qwen2.encode(ChatRenderer(qwen2).render(AS_CHAT)))
+def test_count_tokens_is_answered_by_the_gateway(upstream: FaultServer, qwen2_dir: Path) -> None:
+    want = len(reference_ids(qwen2_dir, AS_CHAT))
     body = {k: v for k, v in ANTHROPIC.items() if k != "max_tokens"}
     with GatewayServer(_settings(upstream, qwen2_dir, verify_first=0)) as gw:
         before = len(upstream.requests)
@@ -170,7 +167,7 @@ def test_the_first_requests_of_each_api_are_verified_by_default(
 
 
 def test_a_compacted_history_costs_one_encode_never_a_wrong_id(
-    upstream: FaultServer, qwen2_dir: Path, qwen2: Tokenizer
+    upstream: FaultServer, qwen2_dir: Path
 ) -> None:
     long_history = [
         *FIRST,
@@ -187,12 +184,14 @@ def test_a_compacted_history_costs_one_encode_never_a_wrong_id(
         ):  # fmt: skip
             resp = _post(gw, "/messages", {**ANTHROPIC, "messages": messages}, headers=headers)
             assert resp.status_code == 200
-            want = qwen2.encode(ChatRenderer(qwen2).render(as_chat))
+            want = reference_ids(qwen2_dir, as_chat)
             assert upstream.last_request.json()["kv_transfer_params"]["prompt_token_ids"] == want
+        # the compacted prompt keeps the system prompt: an edit after it, not a full re-encode
+        assert _metric(gw, "ttftscope_gateway_encoder_full_fallbacks_total") == 0
 
 
 def test_responses_go_upstream_with_exact_ids_and_stateful_ones_as_text(
-    upstream: FaultServer, qwen2_dir: Path, qwen2: Tokenizer
+    upstream: FaultServer, qwen2_dir: Path
 ) -> None:
     body = {
         "model": MODEL,
@@ -208,7 +207,7 @@ def test_responses_go_upstream_with_exact_ids_and_stateful_ones_as_text(
         "stream": True,
         "prompt_cache_key": "codex-1",
     }
-    want = qwen2.encode(ChatRenderer(qwen2).render(AS_CHAT))
+    want = reference_ids(qwen2_dir, AS_CHAT)
     with GatewayServer(_settings(upstream, qwen2_dir, verify_first=0)) as gw:
         resp = _post(gw, "/responses", body)
         assert resp.status_code == 200 and "output_text.delta" in resp.text

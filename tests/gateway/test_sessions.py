@@ -25,8 +25,13 @@ def _conversation(tok: Tokenizer, seed: int, turns: int) -> list[str]:
 
 
 def _exact(got: Encoded, tok: Tokenizer, prompt: str) -> bool:
-    """The ids of a full encode, and the JSON sent upstream is exactly those ids."""
-    return got.ids == tok.encode(prompt) and got.ids_json == orjson.dumps(got.ids)
+    """The ids of a full encode, the JSON sent upstream is exactly those ids, and no update
+    fell back to a full encode (that would hide a broken incremental path behind equal ids)."""
+    return (
+        got.ids == tok.encode(prompt)
+        and got.ids_json == orjson.dumps(got.ids)
+        and not got.full_fallback
+    )
 
 
 def test_appends_reuse_the_session_and_ids_stay_exact(qwen2: Tokenizer) -> None:
@@ -57,11 +62,11 @@ def test_concurrent_requests_of_one_conversation_fork_and_stay_exact(qwen2: Toke
     first, second = _conversation(qwen2, 3, 2)
     asyncio.run(cache.encode(first))
 
-    async def both() -> list[list[int]]:
-        results = await asyncio.gather(cache.encode(second), cache.encode(second + "x"))
-        return [r.ids for r in results]
+    async def both() -> list[Encoded]:
+        return list(await asyncio.gather(cache.encode(second), cache.encode(second + "x")))
 
-    assert asyncio.run(both()) == [qwen2.encode(second), qwen2.encode(second + "x")]
+    for got, prompt in zip(asyncio.run(both()), [second, second + "x"], strict=True):
+        assert _exact(got, qwen2, prompt)
 
 
 def test_among_many_retries_of_one_history_the_matching_one_is_extended(

@@ -102,7 +102,8 @@ async def test_async_calls_stream_and_not(server: FakeVllm) -> None:
     client = instrument(AsyncOpenAI(api_key=KEY, base_url=server.base_url), settings=TOKENS)
     async with client:
         got = await client.chat.completions.create(model="tiny", messages=MESSAGES)
-        await asyncio.sleep(0.2)  # think time: the worker scrapes before the next call
+        # think time: the worker records (and scrapes for) this call before the next starts
+        assert await asyncio.to_thread(instrumentation(client).flush)
         stream = await client.chat.completions.create(
             model="tiny",
             messages=MESSAGES,

@@ -1,4 +1,8 @@
-"""ChatSession: renders like transformers' apply_chat_template and encodes exactly."""
+"""ChatSession: renders like transformers' apply_chat_template and encodes exactly.
+
+Expected ids come from transformers' renderer and a full encode, never from the session's own
+renderer; each step also checks the incremental path taken (:mod:`tests.tokenization.exact`).
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,9 @@ from typing import Any
 
 import jinja2
 import pytest
+from transformers.utils import chat_template_utils
 
+from tests.tokenization.exact import expected_paths
 from ttftscope.agenttext import agent_turn
 from ttftscope.errors import TokenizerError
 from ttftscope.tokenization.chat import ChatSession, compile_template
@@ -44,9 +50,33 @@ def _conversation(turns: int) -> list[list[dict[str, Any]]]:
 
 
 def _transformers_render(template: str, messages: list[dict[str, Any]], **kw: Any) -> str:
-    ctu = pytest.importorskip("transformers.utils.chat_template_utils")
-    rendered, _ = ctu.render_jinja_template(conversations=[messages], chat_template=template, **kw)
-    return str(rendered[0])
+    rendered: Any = chat_template_utils.render_jinja_template(
+        conversations=[messages], chat_template=template, **kw
+    )
+    return str(rendered[0][0])  # (prompts, generation indices): the one prompt
+
+
+def _encode_checked(
+    session: ChatSession, template: str, messages: list[dict[str, Any]], gen: bool = True
+) -> list[int]:
+    """The session's ids, checked against transformers' render + a full encode, and its path."""
+    before, fallbacks = session.last_prompt or None, session.stats.full_fallbacks
+    ids = session.encode(messages, add_generation_prompt=gen)
+    tok = session.tok
+    want = _transformers_render(
+        template,
+        messages,
+        add_generation_prompt=gen,
+        bos_token=tok.bos_token or "",
+        eos_token=tok.eos_token or "",
+    )
+    assert session.last_prompt == want
+    assert ids == tok.encode(want)
+    allowed = expected_paths(before, want)
+    if allowed is not None:
+        assert session.stats.path in allowed, (session.stats.path, allowed)
+        assert session.stats.full_fallbacks == fallbacks
+    return ids
 
 
 @pytest.mark.parametrize("family", ["o200k", "qwen2", "llama3"])
@@ -58,18 +88,10 @@ def test_growing_conversation_exact_and_same_render_as_transformers(
     session = ChatSession(tok)
     for msgs in _conversation(8):
         for gen in (True, False):
-            ids = session.encode(msgs, add_generation_prompt=gen)
-            assert ids == tok.encode(session.last_prompt)
-            want = _transformers_render(
-                tok.chat_template,
-                msgs,
-                add_generation_prompt=gen,
-                bos_token=tok.bos_token or "",
-                eos_token=tok.eos_token or "",
-            )
-            assert session.last_prompt == want
+            _encode_checked(session, tok.chat_template, msgs, gen)
     assert session.stats.path in {"append", "edit", "same"}
     assert session.stats.reused_tokens > 0
+    assert session.stats.full_fallbacks == 0
 
 
 def test_template_that_rewrites_earlier_turns(load_family: Callable[[str], Tokenizer]) -> None:
@@ -77,14 +99,11 @@ def test_template_that_rewrites_earlier_turns(load_family: Callable[[str], Token
     session = ChatSession(tok, THINK_TEMPLATE)
     paths = []
     for msgs in _conversation(10):
-        ids = session.encode(msgs)
-        assert ids == session.full_encode(msgs)
+        _encode_checked(session, THINK_TEMPLATE, msgs)
         paths.append(session.stats.path)
         # the generation prompt is replaced by the assistant's answer in the next request
         answered = [*msgs, {"role": "assistant", "content": "<think>\nhm</think>\n\nDone."}]
-        assert session.encode(answered, add_generation_prompt=False) == session.full_encode(
-            answered, add_generation_prompt=False
-        )
+        _encode_checked(session, THINK_TEMPLATE, answered, gen=False)
     assert "edit" in paths  # the stripped reasoning really changed earlier text
     assert session.stats.full_fallbacks == 0
 
@@ -94,7 +113,8 @@ def test_chatml_on_other_families(family: str, load_family: Callable[[str], Toke
     tok = load_family(family)
     session = ChatSession(tok, THINK_TEMPLATE)
     for msgs in _conversation(5):
-        assert session.encode(msgs) == session.full_encode(msgs)
+        _encode_checked(session, THINK_TEMPLATE, msgs)
+    assert session.stats.full_fallbacks == 0
 
 
 def test_render_helpers_match_transformers() -> None:

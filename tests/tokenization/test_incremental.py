@@ -1,6 +1,8 @@
 """IncrementalEncoder == full encode, on every fixture family, at adversarial seams.
 
-Hypothesis examples per family: ``TTFTSCOPE_INCR_EXAMPLES`` (default 120).
+Every step also checks the path taken (:mod:`tests.tokenization.exact`): equal ids alone would
+pass with a broken incremental path, since that falls back to a full encode.
+Hypothesis examples per family: ``TTFTSCOPE_INCR_EXAMPLES`` (default 100).
 """
 
 from __future__ import annotations
@@ -12,9 +14,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.tokenization.exact import Exact
 from tests.tokenizer_fixtures.fixtures import FAMILIES, mixed_text
 from ttftscope.tokenization.incremental import IncrementalEncoder
 from ttftscope.tokenization.loader import Tokenizer
+from ttftscope.tokenization.textscan import RUN_CAP
 
 EXAMPLES = int(os.environ.get("TTFTSCOPE_INCR_EXAMPLES", "100"))
 SETTINGS = settings(
@@ -113,11 +117,6 @@ def base_text() -> str:
     return mixed_text(3000, seed=3)
 
 
-def _check(enc: IncrementalEncoder, tok: Tokenizer, text: str) -> None:
-    got = enc.encode(text)
-    assert got == tok.encode(text), (enc.stats.path, repr(text[-80:]))
-
-
 @pytest.mark.parametrize("family", FAMILIES)
 def test_appends_at_adversarial_seams(
     family: str, load_family: Callable[[str], Tokenizer], base_text: str
@@ -141,17 +140,18 @@ def test_appends_at_adversarial_seams(
         if use_special:  # a special token split across the seam: "<|im_" + "start|>"
             cut = split % (len(special) + 1)
             first, second = first + special[:cut], special[cut:] + second
-        enc = IncrementalEncoder(tok)
+        check = Exact(IncrementalEncoder(tok), tok)
         text = base_text + first
-        _check(enc, tok, text)
+        check(text)
         text += second
-        _check(enc, tok, text)
+        check(text)
         text += third
-        _check(enc, tok, text)
-        ran.append(enc.stats.path)
+        check(text)
+        assert check.enc.stats.full_fallbacks == 0
+        ran.append(check.paths)
 
     run()
-    print(f"{family}: {len(ran)} seam cases, 0 mismatches, last path {ran[-1]}")
+    print(f"{family}: {len(ran)} seam cases, 0 mismatches, 0 fallbacks")
     assert ran
 
 
@@ -163,15 +163,15 @@ def test_random_edits(family: str, load_family: Callable[[str], Tokenizer], base
     @SETTINGS
     @given(pos=st.floats(0, 1), delete=st.integers(0, 50), insert=SEAM, tail=SEAM)
     def run(pos: float, delete: int, insert: str, tail: str) -> None:
-        enc = IncrementalEncoder(tok)
-        _check(enc, tok, base_text)
+        check = Exact(IncrementalEncoder(tok), tok)
+        check(base_text)
         at = int(pos * len(base_text))
-        _check(enc, tok, base_text[:at] + insert + base_text[at + delete :] + tail)
-        ran.append(enc.stats.path)
+        check(base_text[:at] + insert + base_text[at + delete :] + tail)
+        ran.append(check.paths[-1])
 
     run()
-    print(f"{family}: {len(ran)} edit cases, 0 mismatches")
-    assert ran
+    print(f"{family}: {len(ran)} edit cases, 0 mismatches, paths {sorted(set(ran))}")
+    assert {"edit"} <= set(ran)  # most edits are past the start, where a cut must be found
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -179,19 +179,22 @@ def test_invalid_input_same_result_or_error(
     family: str, load_family: Callable[[str], Tokenizer], base_text: str
 ) -> None:
     tok = load_family(family)
-    enc = IncrementalEncoder(tok)
-    _check(enc, tok, base_text)
+    check = Exact(IncrementalEncoder(tok), tok)
+    check(base_text)
     for bad in (base_text + "a\ud800b", "\udfff"):
         with pytest.raises(Exception) as want:
             tok.encode(bad)
         with pytest.raises(type(want.value)):
-            enc.encode(bad)
-    _check(enc, tok, base_text + "\x00\x00 nul")
+            check.enc.encode(bad)
+        check.last = None  # a failed call leaves no state to reuse
+    check(base_text + "\x00\x00 nul")
     for run in ("a" * 20000, " " * 20000, "7" * 20000, "\n" * 5000, "!" * 20000):
-        _check(enc, tok, base_text + run)
-        _check(enc, tok, base_text + run + run[:7] + "z")
-    _check(enc, tok, "")
-    _check(enc, tok, "x")
+        check(base_text + run)
+        if len(run) > RUN_CAP:  # longer than the encoder searches back: it may start over
+            check.allow_fallback()
+        check(base_text + run + run[:7] + "z")
+    check("")
+    check("x")
 
 
 @pytest.mark.parametrize("family", ["o200k", "qwen2", "llama2"])
@@ -200,10 +203,11 @@ def test_add_special_tokens_and_shadow(
 ) -> None:
     tok = load_family(family)
     enc = IncrementalEncoder(tok, add_special_tokens=True, shadow_every=2)
+    check = Exact(enc, tok, add_special_tokens=True)
     text = base_text
     for piece in ("", " more", "\n\n12", " x"):
         text += piece
-        assert enc.encode(text) == tok.encode(text, add_special_tokens=True)
+        check(text)
     enc.flush()
     assert enc.stats.shadow_checks == 2
     assert enc.stats.shadow_mismatches == 0
@@ -252,8 +256,8 @@ def test_realistic_context_random_appends_and_edits(
     tok = load_family(family)
     rng = random.Random(family)
     text = build_context(100_000, lambda s: len(tok.encode(s)), seed=5)
-    enc = IncrementalEncoder(tok)
-    _check(enc, tok, text)
+    check = Exact(IncrementalEncoder(tok), tok)
+    check(text)
     for i in range(BIG_CASES):
         turn = agent_turn(i, chars=rng.randint(1, 1400))
         kind = rng.random()
@@ -264,8 +268,9 @@ def test_realistic_context_random_appends_and_edits(
         else:  # non-append edit somewhere in the context
             at = rng.randrange(len(text))
             text = text[:at] + rng.choice(ATOMS) + text[at + rng.randint(0, 20) :]
-        _check(enc, tok, text)
-    print(f"{family}: {BIG_CASES} cases on a {len(enc.encode(text))}-token context, 0 mismatches")
+        check(text)
+    assert check.enc.stats.full_fallbacks == 0
+    print(f"{family}: {BIG_CASES} cases, {len(tok.encode(text))} tokens, paths {check.paths}")
 
 
 LONG_WORDS = (
@@ -287,16 +292,17 @@ def test_long_words_split_at_every_position(
 ) -> None:
     """Merges inside one long word are where BPE reaches furthest back: cut it everywhere."""
     tok = load_family(family)
-    enc = IncrementalEncoder(tok)
+    check = Exact(IncrementalEncoder(tok), tok)
     cases = 0
     base_text = base_text[-400:]
     for word in LONG_WORDS:
         for sep in (" ", ""):
             for cut in range(len(word) + 1):
                 for text in (base_text + sep + word[:cut], base_text + sep + word):
-                    _check(enc, tok, text)
+                    check(text)
                     cases += 1
-    print(f"{family}: {cases} long-word cases, 0 mismatches")
+    assert check.enc.stats.full_fallbacks == 0
+    print(f"{family}: {cases} long-word cases, 0 mismatches, 0 fallbacks")
 
 
 def test_shadow_mismatch_is_counted_and_resets_the_cache(
@@ -320,11 +326,12 @@ def test_forks_evolve_independently_and_stay_exact(
     family: str, load_family: Callable[[str], Tokenizer], base_text: str
 ) -> None:
     tok = load_family(family)
-    enc = IncrementalEncoder(tok)
-    enc.encode(base_text)
-    other = enc.fork()
+    check = Exact(IncrementalEncoder(tok), tok)
+    check(base_text)
+    other = Exact(check.enc.fork(), tok, last=base_text)
     left, right = base_text + " pipe", base_text + "line 12\n"
-    assert enc.encode(left) == tok.encode(left, add_special_tokens=False)
-    assert other.encode(right) == tok.encode(right, add_special_tokens=False)
-    assert other.stats.path.startswith("append") and other.stats.last_reused_tokens > 0
-    assert enc.encode(left + "line") == tok.encode(left + "line", add_special_tokens=False)
+    check(left)
+    other(right)
+    assert other.enc.stats.last_reused_tokens > 0
+    check(left + "line")
+    assert check.enc.stats.full_fallbacks == other.enc.stats.full_fallbacks == 0

@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tokenizers import decoders, models, normalizers, pre_tokenizers, trainers
 
+from tests.tokenization.exact import Exact
 from tests.tokenizer_fixtures.fixtures import mixed_text
 from ttftscope.tokenization.boundary import analyse, regex_is_local
 from ttftscope.tokenization.incremental import IncrementalEncoder
@@ -141,10 +142,11 @@ def test_unknown_components_stay_exact(stack: str) -> None:
     )
     @given(a=SEAM, b=SEAM, cut=st.integers(0, 300))
     def run(a: str, b: str, cut: int) -> None:
-        enc = IncrementalEncoder(tok)
+        check = Exact(IncrementalEncoder(tok), tok, cut="verified")
         for text in (base + a, base + a + b, base[: len(base) - cut] + b):
-            assert enc.encode(text) == tok.encode(text, add_special_tokens=False).ids
-        ran.append(enc.stats.path)
+            check(text)
+        assert check.enc.stats.full_fallbacks == 0
+        ran.append(check.enc.stats.path)
 
     run()
     print(f"{stack}: {len(ran)} cases, paths seen {sorted(set(ran))}")
@@ -161,8 +163,8 @@ def test_stripping_added_tokens_stay_exact(family: str, load_family: Any) -> Non
             tokenizers.AddedToken("[SEP]", lstrip=True),
         ]
     )
-    enc = IncrementalEncoder(tok)
-    assert enc._eng.plan.strip_tokens
+    check = Exact(IncrementalEncoder(tok), tok, cut="either")
+    assert check.enc._eng.plan.strip_tokens
     text = mixed_text(1500, seed=2)
     pieces = [
         "  ",
@@ -188,4 +190,5 @@ def test_stripping_added_tokens_stay_exact(family: str, load_family: Any) -> Non
     ]
     for piece in pieces:
         text += piece
-        assert enc.encode(text) == tok.encode(text, add_special_tokens=False).ids, repr(text[-30:])
+        check(text)
+    assert check.enc.stats.full_fallbacks == 0
