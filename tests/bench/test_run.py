@@ -16,9 +16,9 @@ from tests.bench.conftest import FAST, endpoint, run
 from tests.bench.metricsserver import MetricsServer
 from tests.faultserver import FaultOptions, FaultServer
 from tests.metrics.metrics_expo import Expo
+from ttftscope.bench.observe.sampler import Sample
 from ttftscope.bench.options import Shard, TargetSpec
 from ttftscope.bench.runner import BenchRun, Hooks
-from ttftscope.bench.sampler import Sample
 from ttftscope.errors import ConfigError, ModelNotFound, ServerUnreachable
 from ttftscope.records import ProbeRecord, read_records_report
 from ttftscope.results.summaries import BenchSummary

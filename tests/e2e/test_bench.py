@@ -16,9 +16,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from ttftscope.bench.observe.sampler import Sample
 from ttftscope.bench.options import BenchOptions, TargetSpec
 from ttftscope.bench.runner import BenchRun, run_bench
-from ttftscope.bench.sampler import Sample
 from ttftscope.client.endpoint import Endpoint
 from ttftscope.config.schema import GatewaySettings, UpstreamSettings, derive_metrics_url
 from ttftscope.gateway.serve import BackgroundGateway

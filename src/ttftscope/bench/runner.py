@@ -4,8 +4,8 @@ Files in the result directory (a shard's names end in ``.shard-I-of-N``):
 
 - ``bench-records.jsonl``: one :class:`~ttftscope.records.ProbeRecord` per request,
   warmups and failures included, flushed as each finishes;
-- ``samples.jsonl``: one :class:`~ttftscope.bench.sampler.Sample` per scrape;
-- ``bench-summary.json``: :func:`~ttftscope.bench.summary.summarize_bench`, written at
+- ``samples.jsonl``: one :class:`~ttftscope.bench.observe.sampler.Sample` per scrape;
+- ``bench-summary.json``: :func:`~ttftscope.bench.output.bench_summary.summarize_bench`, written at
   the end, also when the run was stopped by a failure or interrupted.
 
 Every shard of one workload records the same run id (derived from the workload unless
@@ -28,19 +28,19 @@ from typing import Any
 
 import httpx
 
-from ttftscope.bench.drive import FATAL, Abort, DriveConfig, Driver
+from ttftscope.bench.observe.sampler import Sample, Sampler, sources_of
+from ttftscope.bench.observe.servers import server_parts
 from ttftscope.bench.options import BenchOptions, Shard, unique_targets
-from ttftscope.bench.pacing import Pacer, Slots
-from ttftscope.bench.preparation import Prepared, prepare
-from ttftscope.bench.request import Attempt, Sent, request_client, send
-from ttftscope.bench.sampler import Sample, Sampler, sources_of
-from ttftscope.bench.servers import server_parts
-from ttftscope.bench.sessions import warmup_body
-from ttftscope.bench.sink import JsonlSink
-from ttftscope.bench.summary import RunFacts, summarize_bench
+from ttftscope.bench.output.bench_summary import RunFacts, summarize_bench
+from ttftscope.bench.output.sink import JsonlSink
+from ttftscope.bench.plan.conversations import warmup_body
+from ttftscope.bench.plan.preparation import Prepared, prepare
+from ttftscope.bench.plan.workload import TurnPlan
+from ttftscope.bench.send.drive import FATAL, Abort, DriveConfig, Driver
+from ttftscope.bench.send.pacing import Pacer, Slots
+from ttftscope.bench.send.request import Attempt, Sent, request_client, send
+from ttftscope.bench.send.transport import StreamClient
 from ttftscope.bench.targets import Target, resolve_targets
-from ttftscope.bench.transport import StreamClient
-from ttftscope.bench.workload import TurnPlan
 from ttftscope.client.endpoint import Endpoint
 from ttftscope.errors import ConfigError, FailureKind, error_for
 from ttftscope.metrics.scrape import safe_url
@@ -257,7 +257,7 @@ def header_of(
 ) -> dict[str, Any]:
     """The summary's identity and options part (what makes shards mergeable).
 
-    >>> from ttftscope.bench.bodies import BodyDefaults
+    >>> from ttftscope.bench.plan.bodies import BodyDefaults
     >>> prep = Prepared("bench-k", "k", 0, "m", BodyDefaults("m", 4, 0.0), [])
     >>> header_of(BenchOptions(), prep, [], ResultFiles.in_dir(Path("r"), Shard()))["shard"]
     '1/1'

@@ -24,7 +24,7 @@ from rich.progress import (
     TaskID,
 )
 
-from ttftscope.bench.live import LiveStats
+from ttftscope.bench.observe.sampler import Sample
 from ttftscope.bench.options import (
     BenchOptions,
     parse_api,
@@ -35,9 +35,9 @@ from ttftscope.bench.options import (
     parse_shard,
     parse_target,
 )
+from ttftscope.bench.output.live import LiveStats
+from ttftscope.bench.output.table import print_bench_summary
 from ttftscope.bench.runner import BenchRun, Hooks, run_bench
-from ttftscope.bench.sampler import Sample
-from ttftscope.bench.table import print_bench_summary
 from ttftscope.cli.console import make_console
 from ttftscope.cli.options import CliState, cli_state, dumps, endpoint_options, excluded_fields
 from ttftscope.cli.progress import fit_description, live_bar

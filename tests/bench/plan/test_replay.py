@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 
 from tests.bench.conftest import FAST, endpoint, run
 from tests.faultserver import FaultServer
-from ttftscope.bench.bodies import BodyDefaults
-from ttftscope.bench.replay import ReplaySession, group_conversations, read_replay
-from ttftscope.bench.workload import SessionPlan, TurnPlan
+from ttftscope.bench.plan.bodies import BodyDefaults
+from ttftscope.bench.plan.replay import ReplaySession, group_conversations, read_replay
+from ttftscope.bench.plan.workload import SessionPlan, TurnPlan
 from ttftscope.client.apis import Api
 from ttftscope.errors import ConfigError
 
@@ -98,7 +98,7 @@ def test_a_replay_sends_the_recorded_conversations(fault: FaultServer, tmp_path:
     assert first_two.summary["completed"] == 2
 
 
-AGENTS = Path(__file__).parent.parent / "data" / "agents"
+AGENTS = Path(__file__).parents[2] / "data" / "agents"
 USER = [{"role": "user", "content": "hi"}]
 CHAT = {"messages": [*USER, {"role": "assistant", "tool_calls": []}, *USER], "max_tokens": 8}
 ANTHROPIC = {"messages": USER, "max_tokens": 8, "system": [{"type": "text", "text": "s"}]}

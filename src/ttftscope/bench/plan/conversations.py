@@ -11,7 +11,7 @@ Each session's system prompt starts with its own header (the workload key and se
 number), so sessions never share a cached prefix by accident; with
 ``--shared-system-prompt`` they share one system prompt on purpose and each brings its
 header and the rest of its context as a first user message (the files it read).
-A turn's :class:`~ttftscope.bench.bodies.Prompt` is API-neutral; ``body`` writes it for
+A turn's :class:`~ttftscope.bench.plan.bodies.Prompt` is API-neutral; ``body`` writes it for
 the run's API (:mod:`.bodies`).
 """
 
@@ -24,8 +24,8 @@ from typing import Protocol
 
 from ttftscope.agenttext import TokenCounter as TokenCounter
 from ttftscope.agenttext import agent_turn, build_context_async
-from ttftscope.bench.bodies import Body, BodyDefaults, Message, Prompt, Tool, build_body
-from ttftscope.bench.workload import CHARS_PER_TOKEN, TURN_MIN_CHARS, SessionPlan, TurnPlan
+from ttftscope.bench.plan.bodies import Body, BodyDefaults, Message, Prompt, Tool, build_body
+from ttftscope.bench.plan.workload import CHARS_PER_TOKEN, TURN_MIN_CHARS, SessionPlan, TurnPlan
 
 SYSTEM_PROMPT = "You are a coding agent. Work carefully.\n"
 ASSISTANT_REPLY = "Understood. Continuing."

@@ -9,8 +9,8 @@ import httpx
 import pytest
 
 from tests.faultserver import FaultOptions, FaultServer
-from ttftscope.bench.request import encode_stream_body
-from ttftscope.bench.transport import StreamClient
+from ttftscope.bench.send.request import encode_stream_body
+from ttftscope.bench.send.transport import StreamClient
 from ttftscope.client.stream import PhaseTimes, StreamResult, stream_completion
 
 SCENARIOS = [

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ttftscope.bench.options import BenchOptions, ContextSizes, Shard
-from ttftscope.bench.traces import (
+from ttftscope.bench.plan.traces import (
     COMPACTION_SUMMARY_TOKENS,
     SYSTEM_PROMPT_TOKENS,
     TOOLS_TOKENS,
@@ -107,7 +107,7 @@ def context_sizes(sizes: ContextSizes, sessions: int, seed: int) -> list[int]:
 def append_tokens(seed: int, session: int, turn: int, shape: AppendShape) -> int:
     """How many tokens one turn appends, unscaled: a seeded draw from ``shape``.
 
-    >>> from ttftscope.bench.traces import TRACE_APPENDS
+    >>> from ttftscope.bench.plan.traces import TRACE_APPENDS
     >>> append_tokens(0, 1, 2, TRACE_APPENDS) == append_tokens(0, 1, 2, TRACE_APPENDS)
     True
     """

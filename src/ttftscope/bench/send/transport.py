@@ -23,7 +23,7 @@ from types import TracebackType
 
 import aiohttp
 
-from ttftscope.bench.chunks import carries_content
+from ttftscope.bench.send.chunks import carries_content
 from ttftscope.client.apis import Api, api_headers
 from ttftscope.client.classify import (
     TransportFault,

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ttftscope.bench.servers import ServerParts, combined_keys, parts_by_source, pword
+from ttftscope.bench.observe.servers import ServerParts, combined_keys, parts_by_source, pword
 from ttftscope.errors import FailureKind
 from ttftscope.records import ProbeRecord, failure_tally
 from ttftscope.results.summaries import BenchSummary

@@ -15,24 +15,24 @@ from dataclasses import dataclass
 
 import httpx
 
-from ttftscope.bench.bodies import BodyDefaults
 from ttftscope.bench.options import BenchOptions
-from ttftscope.bench.replay import read_replay, replay_sessions
-from ttftscope.bench.sessions import (
+from ttftscope.bench.plan.bodies import BodyDefaults
+from ttftscope.bench.plan.conversations import (
     ContextRecipe,
     Conversation,
     TokenCounter,
     build_sessions,
 )
-from ttftscope.bench.targets import Target
-from ttftscope.bench.traces import OUTPUT_MEDIAN_TOKENS
-from ttftscope.bench.workload import (
+from ttftscope.bench.plan.replay import read_replay, replay_sessions
+from ttftscope.bench.plan.traces import OUTPUT_MEDIAN_TOKENS
+from ttftscope.bench.plan.workload import (
     SessionPlan,
     plan_workload,
     session_tokens,
     shard_plan,
     shared_prefix_tokens,
 )
+from ttftscope.bench.targets import Target
 from ttftscope.client.apis import Api
 from ttftscope.client.endpoint import Endpoint
 from ttftscope.errors import ConfigError
@@ -60,7 +60,7 @@ def check_fits(
 ) -> None:
     """Refuse a workload whose longest session would not fit the model's context.
 
-    >>> from ttftscope.bench.workload import SessionPlan
+    >>> from ttftscope.bench.plan.workload import SessionPlan
     >>> check_fits([SessionPlan(0, 200_000, ())], 131072, 16, "m")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...

@@ -10,15 +10,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ttftscope.bench.options import BenchOptions, ContextSizes, Shard
-from ttftscope.bench.sessions import (
+from ttftscope.bench.plan.conversations import (
     SUMMARY_HEAD,
     ContextRecipe,
     SyntheticSession,
     build_sessions,
     turn_text,
 )
-from ttftscope.bench.traces import APPEND_P99_TOKENS
-from ttftscope.bench.workload import (
+from ttftscope.bench.plan.traces import APPEND_P99_TOKENS
+from ttftscope.bench.plan.workload import (
     CHARS_PER_TOKEN,
     TURN_MIN_CHARS,
     SessionPlan,

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from ttftscope.bench.bodies import BodyDefaults, Message, Prompt, Tool, build_body
+from ttftscope.bench.plan.bodies import BodyDefaults, Message, Prompt, Tool, build_body
 from ttftscope.client.apis import APIS, Api
 
 SCHEMA = {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}

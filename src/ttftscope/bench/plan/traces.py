@@ -2,7 +2,7 @@
 
 Source: the Claude Code traces published with kv-cache-tester
 (https://github.com/callanjfox/kv-cache-tester): 642 conversations, 48,658 requests. Sizes
-are tokens. What the default plan takes from them (:mod:`.workload`, :mod:`.sessions`):
+are tokens. What the default plan takes from them (:mod:`.workload`, :mod:`.conversations`):
 
 - appends between turns: log-normal through the median and p90, capped at the p99;
 - the answer's ``max_tokens``: the median output, unless ``--max-tokens``;

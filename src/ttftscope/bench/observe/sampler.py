@@ -1,7 +1,7 @@
 """Read every target server's ``/metrics`` while a bench runs, into ``samples.jsonl``.
 
 Four times a second (``--sample-interval``) each distinct metrics URL is scraped lightly
-(:mod:`.scrape`): requests running and waiting, KV cache usage, prefix-cache hits and
+(:mod:`.lightscrape`): requests running and waiting, KV cache usage, prefix-cache hits and
 queries, and a gateway's ``ttftscope_gateway_*`` series. Every scrape becomes one
 :class:`Sample` line, flushed as it goes. Before the measured requests and after the last
 one has settled, each server is scraped in full: the two snapshots' histogram deltas are
@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 import httpx
 from pydantic import BaseModel, Field
 
-from ttftscope.bench.pacing import sleep_until
-from ttftscope.bench.scrape import GATEWAY_PREFIX, light_scrape
-from ttftscope.bench.sink import JsonlSink
+from ttftscope.bench.observe.lightscrape import GATEWAY_PREFIX, light_scrape
+from ttftscope.bench.output.sink import JsonlSink
+from ttftscope.bench.send.pacing import sleep_until
 from ttftscope.bench.targets import Target
 from ttftscope.errors import MetricsError
 from ttftscope.metrics.names import Reader, detect_engine

@@ -23,10 +23,10 @@ from dataclasses import dataclass
 import certifi
 import orjson
 
-from ttftscope.bench.chunks import gaps_ms
+from ttftscope.bench.plan.workload import TurnPlan
+from ttftscope.bench.send.chunks import gaps_ms
+from ttftscope.bench.send.transport import StreamClient
 from ttftscope.bench.targets import Target
-from ttftscope.bench.transport import StreamClient
-from ttftscope.bench.workload import TurnPlan
 from ttftscope.client.apis import API_PATHS, Api
 from ttftscope.client.stream import StreamResult
 from ttftscope.decompose import RequestIdentity, client_record

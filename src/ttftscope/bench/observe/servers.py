@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ttftscope.bench.sampler import Source, window
+from ttftscope.bench.observe.sampler import Source, window
 from ttftscope.metrics.engines import breakdown, latency_quantiles
 from ttftscope.metrics.names import Reader
 from ttftscope.metrics.prom import MetricsDelta
@@ -123,7 +123,7 @@ def _gateway(delta: MetricsDelta) -> Flat:
 def server_parts(src: Source, *, model: str | None, percentiles: Sequence[float]) -> ServerParts:
     """What ``src``'s snapshots and samples say about the run.
 
-    >>> from ttftscope.bench.sampler import Source
+    >>> from ttftscope.bench.observe.sampler import Source
     >>> server_parts(Source("http://h/metrics", ["gw"], {}), model=None, percentiles=[50]).notes
     ['no full snapshot before and after the run: no server aggregates']
     """

@@ -19,13 +19,13 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ttftscope.bench.bodies import BodyDefaults
-from ttftscope.bench.pacing import Pacer, Slots, sleep_until
-from ttftscope.bench.request import Attempt, Sent, send
-from ttftscope.bench.sessions import Conversation
+from ttftscope.bench.plan.bodies import BodyDefaults
+from ttftscope.bench.plan.conversations import Conversation
+from ttftscope.bench.plan.workload import TurnPlan
+from ttftscope.bench.send.pacing import Pacer, Slots, sleep_until
+from ttftscope.bench.send.request import Attempt, Sent, send
+from ttftscope.bench.send.transport import StreamClient
 from ttftscope.bench.targets import Target
-from ttftscope.bench.transport import StreamClient
-from ttftscope.bench.workload import TurnPlan
 from ttftscope.client.stream import StreamResult
 from ttftscope.errors import UNREACHABLE_KINDS, FailureKind
 from ttftscope.records import Phase

@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.faultserver import FaultOptions, FaultServer
-from ttftscope.bench.chunks import carries_content
-from ttftscope.bench.transport import StreamClient
+from ttftscope.bench.send.chunks import carries_content
+from ttftscope.bench.send.transport import StreamClient
 from ttftscope.client.stream import StreamResult
 
 BODY = b'{"model":"tiny-llama","messages":[{"role":"user","content":"x"}],"stream":true}'

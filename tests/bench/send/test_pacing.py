@@ -11,7 +11,7 @@ import time
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ttftscope.bench.pacing import Pacer, Slots, sleep_until
+from ttftscope.bench.send.pacing import Pacer, Slots, sleep_until
 
 
 @given(st.floats(0.5, 500), st.integers(0, 2**32))
