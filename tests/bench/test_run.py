@@ -16,7 +16,7 @@ from tests.bench.conftest import FAST, endpoint, run
 from tests.bench.metricsserver import MetricsServer
 from tests.faultserver import FaultOptions, FaultServer
 from tests.metrics.metrics_expo import Expo
-from ttftscope.bench.observe.sampler import Sample
+from ttftscope.bench.observe.sampler import ScrapeSample
 from ttftscope.bench.options import Shard, TargetSpec
 from ttftscope.bench.runner import BenchRun, Hooks
 from ttftscope.errors import ConfigError, ModelNotFound, ServerUnreachable
@@ -217,7 +217,7 @@ def test_server_parts_and_the_queue_come_from_the_metrics(
                 ):
                     metrics.edit(functools.partial(_observe, expo, name, value))
 
-        def on_sample(sample: Sample) -> None:  # one sampled queue of 3, then empty again
+        def on_sample(sample: ScrapeSample) -> None:  # one sampled queue of 3, then empty again
             if sample.waiting == 0 and not raised:
                 raised.append(True)
                 metrics.edit(lambda t: expo.set(t, "vllm:num_requests_waiting", 3))
@@ -236,7 +236,7 @@ def test_server_parts_and_the_queue_come_from_the_metrics(
     assert s["peak_waiting"] == 3 and 0 < s["mean_waiting"] < 3
     assert s["targets"]["direct"]["peak_waiting"] == 3
     lines = done.files.samples.read_text().splitlines()
-    samples = [Sample.model_validate_json(line) for line in lines]
+    samples = [ScrapeSample.model_validate_json(line) for line in lines]
     assert len(samples) == s["samples"] >= 3 and all(
         x.ok and x.engine == "vllm-v1" for x in samples
     )

@@ -11,7 +11,7 @@ from tests.report.fixtures import BenchDir, Parts, failed, probe_records, record
 from ttftscope.config.loader import load_settings
 from ttftscope.doctor.diagnose import Inputs, diagnose
 from ttftscope.doctor.gather import Live, read_recorded
-from ttftscope.doctor.server import ServerFacts
+from ttftscope.doctor.serverfacts import ServerFacts
 from ttftscope.findings import Diagnosis
 from ttftscope.records import ProbeRecord, Variant
 

@@ -4,7 +4,7 @@ Files in the result directory (a shard's names end in ``.shard-I-of-N``):
 
 - ``bench-records.jsonl``: one :class:`~ttftscope.records.ProbeRecord` per request,
   warmups and failures included, flushed as each finishes;
-- ``samples.jsonl``: one :class:`~ttftscope.bench.observe.sampler.Sample` per scrape;
+- ``samples.jsonl``: one :class:`~ttftscope.bench.observe.sampler.ScrapeSample` per scrape;
 - ``bench-summary.json``: :func:`~ttftscope.bench.output.bench_summary.summarize_bench`, written at
   the end, also when the run was stopped by a failure or interrupted.
 
@@ -28,7 +28,7 @@ from typing import Any
 
 import httpx
 
-from ttftscope.bench.observe.sampler import Sample, Sampler, sources_of
+from ttftscope.bench.observe.sampler import Sampler, ScrapeSample, sources_of
 from ttftscope.bench.observe.servers import server_parts
 from ttftscope.bench.options import BenchOptions, Shard, unique_targets
 from ttftscope.bench.output.bench_summary import RunFacts, summarize_bench
@@ -56,7 +56,7 @@ class Hooks:
     on_stage: Callable[[str], None] | None = None
     on_start: Callable[[int], None] | None = None  # measured requests planned
     on_record: Callable[[ProbeRecord], None] | None = None
-    on_sample: Callable[[Sample], None] | None = None
+    on_sample: Callable[[ScrapeSample], None] | None = None
 
     def stage(self, text: str) -> None:
         """Say what the run does now."""

@@ -24,7 +24,7 @@ from rich.progress import (
     TaskID,
 )
 
-from ttftscope.bench.observe.sampler import Sample
+from ttftscope.bench.observe.sampler import ScrapeSample
 from ttftscope.bench.options import (
     BenchOptions,
     parse_api,
@@ -107,7 +107,7 @@ class BenchProgress:
         self._done += 1
         self._show()
 
-    def sample(self, sample: Sample) -> None:
+    def sample(self, sample: ScrapeSample) -> None:
         """A scrape: the waiting queue shown is the sum over the servers sampled."""
         if sample.waiting is not None:
             self._waiting[sample.source] = sample.waiting

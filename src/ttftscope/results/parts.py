@@ -152,7 +152,7 @@ class Breakdown:
         return max(shares, key=lambda s: s[1]) if shares else None
 
 
-def breakdown(records: Sequence[ProbeRecord]) -> Breakdown | None:
+def records_breakdown(records: Sequence[ProbeRecord]) -> Breakdown | None:
     """Medians of TTFT and of each part over the requests the server measured.
 
     ``None`` when no request has the server's view (bench under concurrency cannot tell
@@ -161,7 +161,7 @@ def breakdown(records: Sequence[ProbeRecord]) -> Breakdown | None:
     >>> r = ProbeRecord(run_id="r", index=0, variant="chat", phase="warm", ok=True,
     ...                   client_ttft_ms=100.0, server_ttft_ms=90.0, queue_ms=0.0,
     ...                   prefill_ms=30.0, server_frontend_ms=60.0, outside_server_ms=10.0)
-    >>> breakdown([r]).share("server_frontend")
+    >>> records_breakdown([r]).share("server_frontend")
     0.6
     """
     seen = [r for r in records if r.client_ttft_ms is not None and r.server_ttft_ms is not None]

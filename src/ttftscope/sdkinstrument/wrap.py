@@ -12,7 +12,7 @@ total), ``record_tokenize_ms`` (client tokenization, when a tokenizer is configu
 memory too, the last 10,000 of them, on :func:`instrumentation` (client).``records``; with
 ``observability.log_requests`` each request body as sent (never headers or keys) also goes to
 ``requests.jsonl`` beside them, one ``{"run_id", "index", "t_wall", "endpoint", "body"}``
-object a line (``doctor.requestlog`` reads it).
+object a line (``doctor.logged_bodies`` reads it).
 
 Server fields come from the ``/metrics`` delta between the scrape after the previous call and
 the one after this call, filled only when it is this call's alone: calls that overlapped get

@@ -3,9 +3,9 @@
 Four times a second (``--sample-interval``) each distinct metrics URL is scraped lightly
 (:mod:`.lightscrape`): requests running and waiting, KV cache usage, prefix-cache hits and
 queries, and a gateway's ``ttftscope_gateway_*`` series. Every scrape becomes one
-:class:`Sample` line, flushed as it goes. Before the measured requests and after the last
+:class:`ScrapeSample` line, flushed as it goes. Before the measured requests and after the last
 one has settled, each server is scraped in full: the two snapshots' histogram deltas are
-the run's server-side aggregates (:attr:`Source.first`, :attr:`Source.last`).
+the run's server-side aggregates (:attr:`MetricsSource.first`, :attr:`MetricsSource.last`).
 
 A scrape that fails is a sample with ``ok=False`` and its reason, never the end of the
 run; a URL that answers 404 is not asked again.
@@ -34,10 +34,10 @@ from ttftscope.metrics.scrape import ascrape, safe_url
 SAMPLE_SCHEMA_VERSION = 1
 
 
-class Sample(BaseModel):
+class ScrapeSample(BaseModel):
     """One scrape of one server while the run went on (a line of ``samples.jsonl``).
 
-    >>> Sample(t_s=0.25, t_wall=0.0, source="http://h/metrics", ok=True, waiting=2).waiting
+    >>> ScrapeSample(t_s=0.25, t_wall=0.0, source="http://h/metrics", ok=True, waiting=2).waiting
     2.0
     """
 
@@ -85,7 +85,7 @@ class Gauge:
 
 
 @dataclass
-class Source:
+class MetricsSource:
     """One metrics URL and the targets behind it, with what sampling saw of it."""
 
     url: str
@@ -93,7 +93,7 @@ class Source:
     headers: Mapping[str, str]
     first: MetricsSnapshot | None = None
     last: MetricsSnapshot | None = None
-    latest: Sample | None = None
+    latest: ScrapeSample | None = None
     waiting: Gauge = field(default_factory=Gauge)
     running: Gauge = field(default_factory=Gauge)
     kv_cache_usage: Gauge = field(default_factory=Gauge)
@@ -107,16 +107,16 @@ class Source:
         return safe_url(self.url)
 
 
-def sources_of(targets: Sequence[Target]) -> list[Source]:
-    """One :class:`Source` per distinct metrics URL, naming every target behind it.
+def sources_of(targets: Sequence[Target]) -> list[MetricsSource]:
+    """One :class:`MetricsSource` per distinct metrics URL, naming every target behind it.
 
     >>> t = [Target("a", "u", "http://h/metrics"), Target("b", "v", "http://h/metrics")]
     >>> [(s.url, s.targets) for s in sources_of(t)]
     [('http://h/metrics', ['a', 'b'])]
     """
-    out: dict[str, Source] = {}
+    out: dict[str, MetricsSource] = {}
     for t in targets:
-        src = out.setdefault(t.metrics_url, Source(t.metrics_url, [], t.scrape_headers))
+        src = out.setdefault(t.metrics_url, MetricsSource(t.metrics_url, [], t.scrape_headers))
         src.targets.append(t.name)
     return list(out.values())
 
@@ -125,12 +125,12 @@ def _finite(value: float | None) -> float | None:
     return value if value is None or math.isfinite(value) else None
 
 
-def sample_of(snap: MetricsSnapshot, src: Source, t_s: float) -> Sample:
-    """What one light snapshot says, as a :class:`Sample`.
+def sample_of(snap: MetricsSnapshot, src: MetricsSource, t_s: float) -> ScrapeSample:
+    """What one light snapshot says, as a :class:`ScrapeSample`.
 
     >>> from ttftscope.metrics.prom import parse
     >>> snap = parse('# TYPE vllm:num_requests_waiting gauge\\nvllm:num_requests_waiting 2\\n')
-    >>> sample_of(snap, Source("http://h/metrics", ["direct"], {}), 0.5).waiting
+    >>> sample_of(snap, MetricsSource("http://h/metrics", ["direct"], {}), 0.5).waiting
     2.0
     """
     engine = detect_engine(snap)
@@ -139,7 +139,7 @@ def sample_of(snap: MetricsSnapshot, src: Source, t_s: float) -> Sample:
     for (name, _labels), v in snap.samples.items():
         if name.startswith(GATEWAY_PREFIX) and math.isfinite(v):
             summed[name] = summed.get(name, 0.0) + v
-    return Sample(
+    return ScrapeSample(
         t_s=t_s,
         t_wall=time.time(),
         source=src.shown,
@@ -161,12 +161,12 @@ class Sampler:
 
     def __init__(
         self,
-        sources: list[Source],
+        sources: list[MetricsSource],
         client: httpx.AsyncClient,
         sink: JsonlSink,
         *,
         interval_s: float = 0.25,
-        on_sample: Callable[[Sample], None] | None = None,
+        on_sample: Callable[[ScrapeSample], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.sources, self.client, self.sink = sources, client, sink
@@ -181,7 +181,7 @@ class Sampler:
                 return src.latest.waiting
         return None
 
-    async def _tick(self, src: Source) -> None:
+    async def _tick(self, src: MetricsSource) -> None:
         if src.disabled is not None:
             return
         t_s = self.clock() - self.t0
@@ -193,7 +193,7 @@ class Sampler:
                 src.disabled = exc.message
                 src.notes.append(f"{exc.message}: not sampled")
             self._emit(
-                Sample(
+                ScrapeSample(
                     t_s=t_s,
                     t_wall=time.time(),
                     source=src.shown,
@@ -210,7 +210,7 @@ class Sampler:
         src.kv_cache_usage.add(sample.kv_cache_usage)
         self._emit(sample)
 
-    def _emit(self, sample: Sample) -> None:
+    def _emit(self, sample: ScrapeSample) -> None:
         self.count += 1
         self.sink.put(sample)
         if self.on_sample is not None:
@@ -239,7 +239,7 @@ class Sampler:
     async def _settled_all(self, settle_s: float) -> list[MetricsSnapshot | None]:
         return list(await asyncio.gather(*(self._settled(s, settle_s) for s in self.sources)))
 
-    async def _settled(self, src: Source, settle_s: float) -> MetricsSnapshot | None:
+    async def _settled(self, src: MetricsSource, settle_s: float) -> MetricsSnapshot | None:
         """Scrape in full until the server is idle and its finished-request count stops
         moving (vLLM publishes a request's histograms ~0.1-1 s after its last byte)."""
         if src.disabled is not None:
@@ -268,10 +268,10 @@ def _busy(snap: MetricsSnapshot) -> bool:
     return bool(rd.gauge("running")) or bool(rd.gauge("waiting"))
 
 
-def window(src: Source) -> MetricsDelta | None:
+def window(src: MetricsSource) -> MetricsDelta | None:
     """``last - first`` of the source's full snapshots: the run's server-side story.
 
-    >>> window(Source("http://h/metrics", ["direct"], {})) is None
+    >>> window(MetricsSource("http://h/metrics", ["direct"], {})) is None
     True
     """
     if src.first is None or src.last is None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ttftscope.bench.observe.sampler import Source, window
+from ttftscope.bench.observe.sampler import MetricsSource, window
 from ttftscope.metrics.engines import breakdown, latency_quantiles
 from ttftscope.metrics.names import Reader
 from ttftscope.metrics.prom import MetricsDelta
@@ -120,11 +120,14 @@ def _gateway(delta: MetricsDelta) -> Flat:
     return out
 
 
-def server_parts(src: Source, *, model: str | None, percentiles: Sequence[float]) -> ServerParts:
+def server_parts(
+    src: MetricsSource, *, model: str | None, percentiles: Sequence[float]
+) -> ServerParts:
     """What ``src``'s snapshots and samples say about the run.
 
-    >>> from ttftscope.bench.observe.sampler import Source
-    >>> server_parts(Source("http://h/metrics", ["gw"], {}), model=None, percentiles=[50]).notes
+    >>> from ttftscope.bench.observe.sampler import MetricsSource
+    >>> src = MetricsSource("http://h/metrics", ["gw"], {})
+    >>> server_parts(src, model=None, percentiles=[50]).notes
     ['no full snapshot before and after the run: no server aggregates']
     """
     delta = window(src)

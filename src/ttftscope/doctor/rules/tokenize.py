@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from ttftscope.findings import Evidence, Finding
 from ttftscope.records import ProbeRecord
 from ttftscope.results.parts import (
-    breakdown,
     hit_rate,
     latency_samples,
+    records_breakdown,
     split_series,
     summary_breakdown,
 )
@@ -196,7 +196,7 @@ def _remedy(part: str) -> str:
 def _histogram_finding(run: Run) -> Finding | None:
     """A bench run without per-request server parts: its summaries' run-wide means."""
     series = split_series(run)
-    if run.kind != "bench" or any(breakdown(list(s.records)) is not None for s in series):
+    if run.kind != "bench" or any(records_breakdown(list(s.records)) is not None for s in series):
         return None
     found = summary_breakdown(run.bench_summaries)
     value = None if found is None else found.part("server_frontend")

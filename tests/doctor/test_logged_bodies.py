@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ttftscope.doctor.requestlog import conversation_pairs, read_body, read_request_log
+from ttftscope.doctor.logged_bodies import conversation_pairs, read_body, read_request_log
 from ttftscope.errors import ConfigError
 
 Body = dict[str, object]

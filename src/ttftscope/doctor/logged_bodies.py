@@ -18,7 +18,7 @@ from pathlib import Path
 from ttftscope.errors import ConfigError
 
 __all__ = [
-    "RequestLog",
+    "LoggedBodies",
     "conversation_pairs",
     "prompt_body",
     "read_body",
@@ -34,10 +34,10 @@ _HINT_BODY = (
 
 
 @dataclass(frozen=True)
-class RequestLog:
+class LoggedBodies:
     """The bodies of a request log, the line each came from, and the lines that held none.
 
-    >>> RequestLog(bodies=(), lines=(), skipped_lines=(2, 5)).skipped
+    >>> LoggedBodies(bodies=(), lines=(), skipped_lines=(2, 5)).skipped
     2
     """
 
@@ -93,7 +93,7 @@ def prompt_body(value: object) -> Body | None:
     return None
 
 
-def read_request_log(path: Path) -> RequestLog:
+def read_request_log(path: Path) -> LoggedBodies:
     """Every request body in a JSONL log; lines that hold none are skipped and numbered.
 
     >>> import tempfile; p = Path(tempfile.mkdtemp()) / "requests.jsonl"
@@ -121,7 +121,7 @@ def read_request_log(path: Path) -> RequestLog:
         else:
             bodies.append(body)
             lines.append(number)
-    return RequestLog(tuple(bodies), tuple(lines), tuple(skipped))
+    return LoggedBodies(tuple(bodies), tuple(lines), tuple(skipped))
 
 
 def read_body(path: Path) -> Body:
