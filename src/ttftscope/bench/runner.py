@@ -2,7 +2,7 @@
 
 Files in the result directory (a shard's names end in ``.shard-I-of-N``):
 
-- ``bench-records.jsonl``: one :class:`~ttftscope.records.ProbeRecord` per request,
+- ``bench-records.jsonl``: one :class:`~ttftscope.records.RequestRecord` per request,
   warmups and failures included, flushed as each finishes;
 - ``samples.jsonl``: one :class:`~ttftscope.bench.observe.sampler.ScrapeSample` per scrape;
 - ``bench-summary.json``: :func:`~ttftscope.bench.output.bench_summary.summarize_bench`, written at
@@ -44,7 +44,7 @@ from ttftscope.bench.targets import Target, resolve_targets
 from ttftscope.client.endpoint import Endpoint
 from ttftscope.errors import ConfigError, FailureKind, error_for
 from ttftscope.metrics.scrape import safe_url
-from ttftscope.records import ProbeRecord
+from ttftscope.records import RequestRecord
 
 SETTLE_S = 3.0
 
@@ -55,7 +55,7 @@ class Hooks:
 
     on_stage: Callable[[str], None] | None = None
     on_start: Callable[[int], None] | None = None  # measured requests planned
-    on_record: Callable[[ProbeRecord], None] | None = None
+    on_record: Callable[[RequestRecord], None] | None = None
     on_sample: Callable[[ScrapeSample], None] | None = None
 
     def stage(self, text: str) -> None:
@@ -98,7 +98,7 @@ class BenchRun:
     run_id: str
     model: str
     files: ResultFiles
-    records: list[ProbeRecord] = field(default_factory=list)
+    records: list[RequestRecord] = field(default_factory=list)
     summary: dict[str, Any] = field(default_factory=dict)
     abort: Abort | None = None
 
@@ -131,7 +131,7 @@ class _Bench:
     def __init__(self, ep: Endpoint, opts: BenchOptions, files: ResultFiles, hooks: Hooks):
         self.ep, self.opts, self.files, self.hooks = ep, opts, files, hooks
         self.targets: tuple[Target, ...] = resolve_targets(ep, unique_targets(opts.targets))
-        self.records: list[ProbeRecord] = []
+        self.records: list[RequestRecord] = []
         self.itl: defaultdict[str, list[float]] = defaultdict(list)
         self.sink: JsonlSink | None = None
         self.abort: Abort | None = None

@@ -44,7 +44,7 @@ from ttftscope.cli.progress import fit_description, live_bar
 from ttftscope.client.apis import APIS
 from ttftscope.client.endpoint import Endpoint
 from ttftscope.client.stream import StreamResult, raise_for_result
-from ttftscope.records import ProbeRecord
+from ttftscope.records import RequestRecord
 from ttftscope.tokenization.loader import load_tokenizer
 
 __all__ = ["bench"]
@@ -99,7 +99,7 @@ class BenchProgress:
         if self._bar is not None and self._task is not None:
             self._bar.update(self._task, total=total, completed=0)
 
-    def record(self, rec: ProbeRecord) -> None:
+    def record(self, rec: RequestRecord) -> None:
         """One request finished (warmups update nothing)."""
         if rec.phase == "warmup":
             return
@@ -252,7 +252,7 @@ def _print(run: BenchRun, as_json: bool) -> None:
     click.echo(f"summary: {run.files.summary}")
 
 
-def _fail_if_nothing_completed(records: list[ProbeRecord]) -> None:
+def _fail_if_nothing_completed(records: list[RequestRecord]) -> None:
     measured = [r for r in records if r.phase != "warmup"]
     if not measured or any(r.ok for r in measured):
         return

@@ -11,11 +11,11 @@ from hypothesis import given, settings
 from tests.test_records_fuzz import RECORDS
 from ttftscope.bench.output.sink import JsonlSink, line_of
 from ttftscope.errors import ConfigError
-from ttftscope.records import ProbeRecord, read_records_report, record_line
+from ttftscope.records import RequestRecord, read_records_report, record_line
 
 
-def rec(i: int) -> ProbeRecord:
-    return ProbeRecord(run_id="r", index=i, variant="chat", phase="warm", ok=True, target="t")
+def rec(i: int) -> RequestRecord:
+    return RequestRecord(run_id="r", index=i, variant="chat", phase="warm", ok=True, target="t")
 
 
 def test_lines_are_flushed_while_the_sink_is_open(tmp_path: Path) -> None:
@@ -47,6 +47,6 @@ def test_an_unwritable_place_is_a_config_error(tmp_path: Path) -> None:
 
 @settings(max_examples=80, deadline=None)
 @given(RECORDS)
-def test_the_fast_line_is_the_shared_writers_line(record: ProbeRecord) -> None:
+def test_the_fast_line_is_the_shared_writers_line(record: RequestRecord) -> None:
     assert line_of(record) == record_line(record)
     assert line_of(record, {"notes", "error"}) == record_line(record, exclude={"notes", "error"})

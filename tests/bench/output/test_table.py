@@ -10,7 +10,7 @@ from rich.console import Console
 from ttftscope.bench.output.bench_summary import CONTAMINATION_ADVICE
 from ttftscope.bench.output.live import LiveStats
 from ttftscope.bench.output.table import print_bench_summary
-from ttftscope.records import ProbeRecord
+from ttftscope.records import RequestRecord
 
 ROW: dict[str, Any] = {
     "completed": 123456,
@@ -62,9 +62,9 @@ def test_a_contaminated_run_says_so_with_the_advice() -> None:
 def test_live_stats_ignore_warmups_and_failures_in_latency() -> None:
     stats = LiveStats(total=3)
     base = {"run_id": "r", "index": 0, "variant": "chat"}
-    stats.add(ProbeRecord(**base, phase="warmup", ok=True, client_ttft_ms=1.0))  # type: ignore[arg-type]
-    stats.add(ProbeRecord(**base, phase="warm", ok=False, error_kind="rate_limited"))  # type: ignore[arg-type]
-    stats.add(ProbeRecord(**base, phase="warm", ok=True, client_ttft_ms=40.0))  # type: ignore[arg-type]
+    stats.add(RequestRecord(**base, phase="warmup", ok=True, client_ttft_ms=1.0))  # type: ignore[arg-type]
+    stats.add(RequestRecord(**base, phase="warm", ok=False, error_kind="rate_limited"))  # type: ignore[arg-type]
+    stats.add(RequestRecord(**base, phase="warm", ok=True, client_ttft_ms=40.0))  # type: ignore[arg-type]
     assert (stats.completed, stats.failed, stats.rate_limited) == (1, 1, 1)
     assert stats.ttft_percentile(99) == 40.0 and "(429: 1)" in stats.line()
 
@@ -73,7 +73,7 @@ def test_live_percentiles_are_the_summarys_linear_ones() -> None:
     stats = LiveStats(total=4)
     for ms in (40.0, 10.0, 30.0, 20.0):
         stats.add(
-            ProbeRecord(
+            RequestRecord(
                 run_id="r", index=0, variant="chat", phase="warm", ok=True, client_ttft_ms=ms
             )
         )

@@ -19,7 +19,7 @@ from typing import Any
 
 from ttftscope.bench.observe.servers import ServerParts, combined_keys, parts_by_source, pword
 from ttftscope.errors import FailureKind
-from ttftscope.records import ProbeRecord, failure_tally
+from ttftscope.records import RequestRecord, failure_tally
 from ttftscope.results.summaries import BenchSummary
 from ttftscope.stats import percentile
 
@@ -61,19 +61,19 @@ def metric_keys(name: str, values: Sequence[float], percentiles: Sequence[float]
     return out
 
 
-def _values(records: Sequence[ProbeRecord], attr: str) -> list[float]:
+def _values(records: Sequence[RequestRecord], attr: str) -> list[float]:
     return [v for r in records if (v := getattr(r, attr)) is not None and math.isfinite(v)]
 
 
 def client_keys(
-    records: Sequence[ProbeRecord],
+    records: Sequence[RequestRecord],
     itl_ms: Sequence[float],
     duration_s: float,
     percentiles: Sequence[float],
 ) -> dict[str, Any]:
     """The ``vllm bench serve`` keys of a set of measured requests (one target, or all).
 
-    >>> k = client_keys([ProbeRecord(run_id="r", index=0, variant="chat", phase="warm",
+    >>> k = client_keys([RequestRecord(run_id="r", index=0, variant="chat", phase="warm",
     ...                              ok=True, client_ttft_ms=20.0)], [5.0], 2.0, [99])
     >>> k["completed"], k["request_throughput"], k["p99_ttft_ms"], k["median_itl_ms"]
     (1, 0.5, 20.0, 5.0)
@@ -109,7 +109,7 @@ class RunFacts:
     """Everything a summary is made of (built by the runner at the end of a run)."""
 
     header: Mapping[str, Any]  # run id, label, seed, shard, model, options, paths
-    records: Sequence[ProbeRecord]
+    records: Sequence[RequestRecord]
     itl_ms: Mapping[str, Sequence[float]]  # per target
     targets: Sequence[str]
     servers: Sequence[ServerParts]

@@ -10,7 +10,7 @@ import bisect
 from dataclasses import dataclass, field
 
 from ttftscope.errors import FailureKind
-from ttftscope.records import ProbeRecord
+from ttftscope.records import RequestRecord
 from ttftscope.stats import percentile
 
 
@@ -20,7 +20,7 @@ class LiveStats:
 
     >>> s = LiveStats(total=3)
     >>> for ms in (30.0, 10.0, 20.0):
-    ...     s.add(ProbeRecord(run_id="r", index=0, variant="chat", phase="warm", ok=True,
+    ...     s.add(RequestRecord(run_id="r", index=0, variant="chat", phase="warm", ok=True,
     ...                       client_ttft_ms=ms))
     >>> s.completed, s.ttft_percentile(50), s.line()
     (3, 20.0, 'TTFT p50 20 ms p99 30 ms · ok 3 · failed 0')
@@ -33,7 +33,7 @@ class LiveStats:
     waiting: float | None = None
     _ttfts: list[float] = field(default_factory=list)
 
-    def add(self, rec: ProbeRecord) -> None:
+    def add(self, rec: RequestRecord) -> None:
         """Count one finished request (warmups are ignored)."""
         if rec.phase == "warmup":
             return

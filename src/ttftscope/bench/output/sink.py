@@ -32,8 +32,8 @@ def line_of(item: BaseModel, exclude: set[str] | None = None) -> str:
     (~5 us) gives the same line unless some text holds a lone surrogate (the dump then
     fails, or mends a dict key into U+FFFD): those lines go the shared way.
 
-    >>> from ttftscope.records import ProbeRecord
-    >>> rec = ProbeRecord(run_id="a\u2028b", index=0, variant="chat", phase="cold", ok=True)
+    >>> from ttftscope.records import RequestRecord
+    >>> rec = RequestRecord(run_id="a\u2028b", index=0, variant="chat", phase="cold", ok=True)
     >>> line_of(rec) == record_line(rec)
     True
     """
@@ -47,10 +47,10 @@ def line_of(item: BaseModel, exclude: set[str] | None = None) -> str:
 class JsonlSink:
     """Append models to a JSONL file, one flushed line each; fsync off the caller's thread.
 
-    >>> import tempfile; from ttftscope.records import ProbeRecord
+    >>> import tempfile; from ttftscope.records import RequestRecord
     >>> p = Path(tempfile.mkdtemp()) / "r.jsonl"
     >>> with JsonlSink(p) as sink:
-    ...     sink.put(ProbeRecord(run_id="r", index=0, variant="chat", phase="cold", ok=True))
+    ...     sink.put(RequestRecord(run_id="r", index=0, variant="chat", phase="cold", ok=True))
     >>> len(p.read_text().splitlines())
     1
     """

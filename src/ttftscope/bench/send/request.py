@@ -30,7 +30,7 @@ from ttftscope.bench.targets import Target
 from ttftscope.client.apis import API_PATHS, Api
 from ttftscope.client.stream import StreamResult
 from ttftscope.decompose import RequestIdentity, client_record
-from ttftscope.records import Phase, ProbeRecord
+from ttftscope.records import Phase, RequestRecord
 
 
 def encode_stream_body(body: Mapping[str, object], api: Api = "chat") -> bytes:
@@ -88,7 +88,7 @@ class Attempt:
 class Sent:
     """A finished request: its record, its inter-token gaps and the raw result."""
 
-    record: ProbeRecord
+    record: RequestRecord
     itl_ms: list[float]
     result: StreamResult
 
@@ -101,7 +101,7 @@ def _tpot(e2el: float | None, ttft: float | None, tokens: int | None) -> float |
 
 def bench_record(
     result: StreamResult, who: Attempt, serialize_ms: float, stamps: list[int]
-) -> tuple[ProbeRecord, list[float]]:
+) -> tuple[RequestRecord, list[float]]:
     """The record of one finished request and its inter-token gaps (ms).
 
     >>> from ttftscope.client.stream import PhaseTimes
