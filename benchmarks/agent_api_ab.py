@@ -45,7 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gateway_ab import gateway_process, ratio_ci
 
 from ttftscope.agenttext import build_context
-from ttftscope.bench.traces import SYSTEM_PROMPT_TOKENS, TRACE_APPENDS
+from ttftscope.bench.plan.traces import SYSTEM_PROMPT_TOKENS, TRACE_APPENDS
 from ttftscope.gateway.forward import token_event
 from ttftscope.gateway.vllm_chat import prepare_chat
 from ttftscope.gateway.vllm_messages import messages_to_chat

@@ -40,8 +40,8 @@ from trivial_upstream import started
 
 from ttftscope.agenttext import agent_turn
 from ttftscope.bench.options import BenchOptions, ContextSizes, TargetSpec
+from ttftscope.bench.plan.traces import AppendShape
 from ttftscope.bench.runner import run_bench
-from ttftscope.bench.traces import AppendShape
 from ttftscope.client.endpoint import Endpoint
 from ttftscope.localserver.install import vllm_home
 from ttftscope.localserver.model import model_dir

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ttftscope.client.stream import PhaseTimes, StreamResult
 from ttftscope.decompose import RequestIdentity, add_server_view, client_record
 from ttftscope.metrics.engines import ServerBreakdown
-from ttftscope.records import ProbeRecord
+from ttftscope.records import RequestRecord
 
 
 def _result(first_content: float = 100.0, serialize: float = 2.0) -> StreamResult:
@@ -36,7 +36,7 @@ def _bd(**kw: float) -> ServerBreakdown:
 
 def _record(
     result: StreamResult, bd: ServerBreakdown, tokenize_ms: float | None = None
-) -> ProbeRecord:
+) -> RequestRecord:
     rec = client_record(result, RequestIdentity("r", 0, "chat", "warm"), tokenize_ms=tokenize_ms)
     return add_server_view(rec, bd)
 

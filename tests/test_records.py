@@ -10,15 +10,15 @@ import pytest
 from ttftscope.errors import ConfigError, FailureKind
 from ttftscope.records import (
     SCHEMA_VERSION,
-    ProbeRecord,
     RecordWriter,
+    RequestRecord,
     read_records,
     read_records_report,
 )
 
 
-def rec(index: int = 0, **kw: object) -> ProbeRecord:
-    return ProbeRecord.model_validate(
+def rec(index: int = 0, **kw: object) -> RequestRecord:
+    return RequestRecord.model_validate(
         {"run_id": "r", "index": index, "variant": "chat", "phase": "warm", "ok": True, **kw}
     )
 
@@ -31,7 +31,7 @@ def test_records_are_appended_and_a_torn_line_is_skipped(tmp_path: Path) -> None
     with path.open("a") as fh:
         fh.write('{"schema_version": 1, "run_id": "r", "ind')  # writer killed mid-line
     with RecordWriter(path) as w:  # a later run appends, never truncates
-        w.write(ProbeRecord(run_id="s", index=0, variant="ids", phase="cold", ok=False))
+        w.write(RequestRecord(run_id="s", index=0, variant="ids", phase="cold", ok=False))
     got = read_records_report(path)
     # The later run starts a new line, so the torn half line does not swallow its record.
     assert [(r.run_id, r.index) for r in got.records] == [("r", 0), ("r", 1), ("r", 2), ("s", 0)]

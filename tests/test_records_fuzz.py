@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ttftscope.errors import FailureKind
-from ttftscope.records import ProbeRecord, RecordWriter, clean_text, read_records_report
+from ttftscope.records import RecordWriter, RequestRecord, clean_text, read_records_report
 
 # Everything that has ever broken a line, a codec or a parser, mixed into ordinary text.
 _NASTY = st.sampled_from(
@@ -55,12 +55,12 @@ def _strategy(annotation: object) -> st.SearchStrategy[Any]:
         return st.one_of(*(_strategy(a) for a in typing.get_args(annotation)))
     if annotation is type(None):
         return st.none()
-    raise AssertionError(f"no strategy for a ProbeRecord field of type {annotation!r}")
+    raise AssertionError(f"no strategy for a RequestRecord field of type {annotation!r}")
 
 
 RECORDS = st.fixed_dictionaries(
-    {name: _strategy(f.annotation) for name, f in ProbeRecord.model_fields.items()}
-).map(ProbeRecord.model_validate)
+    {name: _strategy(f.annotation) for name, f in RequestRecord.model_fields.items()}
+).map(RequestRecord.model_validate)
 
 
 def _as_stored(value: object) -> object:
@@ -76,12 +76,12 @@ def _as_stored(value: object) -> object:
     return value
 
 
-def stored(record: ProbeRecord) -> ProbeRecord:
-    fields = {name: _as_stored(getattr(record, name)) for name in ProbeRecord.model_fields}
-    return ProbeRecord.model_validate(fields)
+def stored(record: RequestRecord) -> RequestRecord:
+    fields = {name: _as_stored(getattr(record, name)) for name in RequestRecord.model_fields}
+    return RequestRecord.model_validate(fields)
 
 
-def _valid_unicode(record: ProbeRecord) -> bool:
+def _valid_unicode(record: RequestRecord) -> bool:
     try:
         record.model_dump_json()
     except ValueError:
@@ -89,7 +89,7 @@ def _valid_unicode(record: ProbeRecord) -> bool:
     return True
 
 
-def in_file(records: list[ProbeRecord], check: Callable[[Path, bytes], None]) -> None:
+def in_file(records: list[RequestRecord], check: Callable[[Path, bytes], None]) -> None:
     with tempfile.TemporaryDirectory() as d:  # not tmp_path: one file per example
         path = Path(d) / "r.jsonl"
         with RecordWriter(path) as w:
@@ -100,7 +100,7 @@ def in_file(records: list[ProbeRecord], check: Callable[[Path, bytes], None]) ->
 
 @settings(max_examples=300, deadline=None)
 @given(records=st.lists(RECORDS, min_size=1, max_size=3))
-def test_every_record_round_trips(records: list[ProbeRecord]) -> None:
+def test_every_record_round_trips(records: list[RequestRecord]) -> None:
     def check(path: Path, raw: bytes) -> None:
         assert raw.count(b"\n") == len(records)
         assert len(raw.decode("utf-8").splitlines()) == len(records)
@@ -116,7 +116,7 @@ def test_every_record_round_trips(records: list[ProbeRecord]) -> None:
 
 @settings(max_examples=200, deadline=None)
 @given(records=st.lists(RECORDS, min_size=1, max_size=3), cut=st.floats(0, 1))
-def test_a_file_cut_anywhere_reads_back_a_prefix(records: list[ProbeRecord], cut: float) -> None:
+def test_a_file_cut_anywhere_reads_back_a_prefix(records: list[RequestRecord], cut: float) -> None:
     expected = [stored(r) for r in records]
 
     def check(path: Path, raw: bytes) -> None:
@@ -135,7 +135,7 @@ def test_a_file_cut_anywhere_reads_back_a_prefix(records: list[ProbeRecord], cut
 
 def test_every_byte_offset_of_a_nasty_file() -> None:
     nasty = [
-        ProbeRecord(run_id="€\u2028😀", index=i, variant="ids", phase="cold", ok=False, error=e)
+        RequestRecord(run_id="€\u2028😀", index=i, variant="ids", phase="cold", ok=False, error=e)
         for i, e in enumerate(["wörld\x85", "\ud800 lone", "line\u2029two\r\n"])
     ]
     expected = [stored(r) for r in nasty]

@@ -14,6 +14,7 @@ and the CLI's start stay fast.
 from __future__ import annotations
 
 import importlib
+import warnings
 from typing import TYPE_CHECKING
 
 from ttftscope.errors import (
@@ -52,9 +53,9 @@ if TYPE_CHECKING:
     from ttftscope.probe.experiments import ProbeOptions, ProbeRun, run_probe
     from ttftscope.probe.summary import summarize
     from ttftscope.records import (
-        ProbeRecord,
         RecordsRead,
         RecordWriter,
+        RequestRecord,
         read_records,
         read_records_report,
     )
@@ -103,7 +104,7 @@ _LAZY: dict[str, str] = {
     "ProbeRun": "probe.experiments",
     "run_probe": "probe.experiments",
     "summarize": "probe.summary",
-    "ProbeRecord": "records",
+    "RequestRecord": "records",
     "RecordWriter": "records",
     "read_records": "records",
     "read_records_report": "records",
@@ -115,6 +116,14 @@ _LAZY: dict[str, str] = {
     "Tokenizer": "tokenization.loader",
     "load_tokenizer": "tokenization.loader",
 }
+
+# old public name -> (new name, module that defines it): kept for one release, warn on use
+_DEPRECATED: dict[str, tuple[str, str]] = {
+    "ProbeRecord": ("RequestRecord", "records"),
+}
+
+if TYPE_CHECKING:  # the deprecated names stay typed for callers while they last
+    ProbeRecord = RequestRecord
 
 __all__ = [
     "AuthError",
@@ -140,11 +149,11 @@ __all__ = [
     "PingResult",
     "PrefixDiff",
     "ProbeOptions",
-    "ProbeRecord",
     "ProbeRun",
     "RateLimited",
     "RecordWriter",
     "RecordsRead",
+    "RequestRecord",
     "RequestTimeout",
     "ServerBreakdown",
     "ServerError",
@@ -185,6 +194,15 @@ __all__ = [
 
 
 def __getattr__(name: str) -> object:
+    if name in _DEPRECATED:
+        new, _module = _DEPRECATED[name]
+        warnings.warn(
+            f"ttftscope.{name} is deprecated and will be removed in the next release; "
+            f"use ttftscope.{new}",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return __getattr__(new)
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'ttftscope' has no attribute {name!r}")

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from ttftscope.client.stream import StreamResult
 from ttftscope.metrics.engines import ServerBreakdown
-from ttftscope.records import Phase, ProbeRecord, Variant
+from ttftscope.records import Phase, RequestRecord, Variant
 
 # Histogram sums are exact but come from different processes' clocks; allow rounding noise.
 _TOLERANCE_MS = 1.0
@@ -53,7 +53,7 @@ def client_record(
     *,
     tokenize_ms: float | None,
     client_tokens: int | None = None,
-) -> ProbeRecord:
+) -> RequestRecord:
     """A record holding what the client measured of one request.
 
     >>> r = client_record(StreamResult(ok=True), RequestIdentity("r", 0, "chat", "warm"),
@@ -64,7 +64,7 @@ def client_record(
     ph = result.phases
     wire = ph.first_content_ms
     work = (tokenize_ms or 0.0) + (result.serialize_ms or 0.0)
-    return ProbeRecord(
+    return RequestRecord(
         run_id=who.run_id,
         index=who.index,
         variant=who.variant,
@@ -93,7 +93,7 @@ def client_record(
     )
 
 
-def add_server_view(rec: ProbeRecord, bd: ServerBreakdown) -> ProbeRecord:
+def add_server_view(rec: RequestRecord, bd: ServerBreakdown) -> RequestRecord:
     """Fill the fields derived from the server's metric deltas, then run the checks.
 
     Returns the same record (see :func:`run_checks`). The probe, bench and ``instrument``
@@ -112,7 +112,7 @@ def add_server_view(rec: ProbeRecord, bd: ServerBreakdown) -> ProbeRecord:
     return run_checks(rec, bd)
 
 
-def run_checks(rec: ProbeRecord, bd: ServerBreakdown) -> ProbeRecord:
+def run_checks(rec: RequestRecord, bd: ServerBreakdown) -> RequestRecord:
     """Fill ``rec.checks`` and ``rec.contaminated``; returns the same record.
 
     A check whose inputs are missing is left out rather than reported as passed.

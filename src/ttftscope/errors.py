@@ -64,7 +64,7 @@ class TransportFailure(StrEnum):
     """How an HTTP exchange failed below the HTTP status, in words no one client owns.
 
     httpx's exceptions map onto it in ``client.httpx_faults``, aiohttp's in
-    ``bench.transport``, and the gateway's hop raises its ``HopError`` with one.
+    ``bench.send.transport``, and the gateway's hop raises its ``HopError`` with one.
 
     >>> TransportFailure("broken") is TransportFailure.BROKEN, str(TransportFailure.TLS)
     (True, 'tls')

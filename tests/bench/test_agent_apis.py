@@ -12,7 +12,7 @@ from rich.console import Console
 
 from tests.bench.conftest import FAST, endpoint, run
 from tests.faultserver import FaultServer
-from ttftscope.bench.table import print_bench_summary
+from ttftscope.bench.output.table import print_bench_summary
 from ttftscope.client.apis import API_PATHS, Api
 
 LIMIT = {"chat": "max_tokens", "messages": "max_tokens", "responses": "max_output_tokens"}

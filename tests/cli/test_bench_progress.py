@@ -7,11 +7,11 @@ import io
 from rich.console import Console
 
 from ttftscope.cli.bench import BenchProgress
-from ttftscope.records import ProbeRecord
+from ttftscope.records import RequestRecord
 
 
-def _record(i: int, ok: bool = True) -> ProbeRecord:
-    return ProbeRecord(
+def _record(i: int, ok: bool = True) -> RequestRecord:
+    return RequestRecord(
         run_id="r", index=i, variant="chat", phase="warm", ok=ok, client_ttft_ms=10.0 + i % 7
     )
 

@@ -14,7 +14,7 @@ from tests.faultserver import FaultOptions, FaultServer
 from ttftscope import errors
 from ttftscope.client.stream import StreamResult, encode_body, raise_for_result, stream_completion
 from ttftscope.config.redact import redact
-from ttftscope.records import ProbeRecord, RecordWriter, read_records
+from ttftscope.records import RecordWriter, RequestRecord, read_records
 
 KEY = "sk-test-SECRET-4242"
 CHAT: dict[str, object] = {"model": "tiny-llama", "messages": [{"role": "user", "content": "hi"}]}
@@ -302,8 +302,8 @@ def mock_run(status: int, content_type: str, parts: list[bytes]) -> StreamResult
     return asyncio.run(go())
 
 
-def record_round_trip(r: StreamResult, path: Path) -> ProbeRecord:
-    rec = ProbeRecord(
+def record_round_trip(r: StreamResult, path: Path) -> RequestRecord:
+    rec = RequestRecord(
         run_id="r",
         index=0,
         variant="chat",

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from ttftscope import errors
 from ttftscope.client.stream import StreamResult, raise_for_result, stream_completion
 from ttftscope.errors import FailureKind
-from ttftscope.records import ProbeRecord, record_line
+from ttftscope.records import RequestRecord, record_line
 
 KEY = "sk-fuzz-SECRET-0123456789"
 URL = "http://fuzz.invalid/v1"
@@ -63,7 +63,7 @@ def check(r: StreamResult) -> None:
         with pytest.raises(errors.ServerRequestError):
             raise_for_result(r)
     r.model_dump_json()  # the result serializes: no lone surrogates anywhere in it
-    rec = ProbeRecord(
+    rec = RequestRecord(
         run_id="f",
         index=0,
         variant="chat",
@@ -78,7 +78,7 @@ def check(r: StreamResult) -> None:
         completion_tokens=r.completion_tokens,
     )
     line = record_line(rec)
-    assert line.splitlines() == [line] and ProbeRecord.model_validate_json(line) == rec
+    assert line.splitlines() == [line] and RequestRecord.model_validate_json(line) == rec
 
 
 def what_it_said(r: StreamResult) -> tuple[object, ...]:

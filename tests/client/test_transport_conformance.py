@@ -29,8 +29,8 @@ from tests.rawserver import (
     self_signed,
     sized,
 )
-from ttftscope.bench.request import encode_stream_body
-from ttftscope.bench.transport import StreamClient
+from ttftscope.bench.send.request import encode_stream_body
+from ttftscope.bench.send.transport import StreamClient
 from ttftscope.client.stream import StreamResult, stream_completion
 from ttftscope.errors import TransportFailure
 from ttftscope.gateway.hop import HopError, HopTimeouts, UpstreamPool

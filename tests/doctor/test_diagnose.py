@@ -11,9 +11,9 @@ from tests.report.fixtures import BenchDir, Parts, failed, probe_records, record
 from ttftscope.config.loader import load_settings
 from ttftscope.doctor.diagnose import Inputs, diagnose
 from ttftscope.doctor.gather import Live, read_recorded
-from ttftscope.doctor.server import ServerFacts
+from ttftscope.doctor.serverfacts import ServerFacts
 from ttftscope.findings import Diagnosis
-from ttftscope.records import ProbeRecord, Variant
+from ttftscope.records import RequestRecord, Variant
 
 
 def _diagnose(paths: list[Path], tmp: Path, live: Live | None = None) -> Diagnosis:
@@ -50,10 +50,10 @@ def test_front_end_growing_with_context_is_named_with_slope_share_and_saving(
     assert "gateway" in chat.remedy
 
 
-def _slow_prefill_sweep(variants: tuple[Variant, ...]) -> list[ProbeRecord]:
+def _slow_prefill_sweep(variants: tuple[Variant, ...]) -> list[RequestRecord]:
     """A sweep on a slow machine: the front end grows to ~80 ms as text, but prefill makes
     TTFT so long that its share stays under 20%."""
-    out: list[ProbeRecord] = []
+    out: list[RequestRecord] = []
     for size in (2000, 16000, 32000):
         for variant in variants:
             front = 2.0 if variant == "ids" else 3.0 + size / 400

@@ -16,7 +16,7 @@ from tests.report.fixtures import (
 )
 from ttftscope.doctor.diagnose import diagnose_runs
 from ttftscope.findings import Finding
-from ttftscope.records import ProbeRecord, Variant
+from ttftscope.records import RequestRecord, Variant
 from ttftscope.results.runs import load_runs
 
 _CLIENT_ONLY = {
@@ -29,7 +29,7 @@ _CLIENT_ONLY = {
 }
 
 
-def _client_only(records: list[ProbeRecord]) -> list[ProbeRecord]:
+def _client_only(records: list[RequestRecord]) -> list[RequestRecord]:
     return [r.model_copy(update=_CLIENT_ONLY) for r in records]
 
 

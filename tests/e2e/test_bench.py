@@ -16,9 +16,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from ttftscope.bench.observe.sampler import ScrapeSample
 from ttftscope.bench.options import BenchOptions, TargetSpec
 from ttftscope.bench.runner import BenchRun, run_bench
-from ttftscope.bench.sampler import Sample
 from ttftscope.client.endpoint import Endpoint
 from ttftscope.config.schema import GatewaySettings, UpstreamSettings, derive_metrics_url
 from ttftscope.gateway.serve import BackgroundGateway
@@ -92,7 +92,7 @@ def test_the_summary_and_the_records_validate(bench_run: BenchRun) -> None:
 def test_the_servers_metrics_were_sampled_and_aggregated(bench_run: BenchRun) -> None:
     s = bench_run.summary
     lines = bench_run.files.samples.read_text().splitlines()
-    samples = [Sample.model_validate_json(line) for line in lines]
+    samples = [ScrapeSample.model_validate_json(line) for line in lines]
     engines = {x.engine for x in samples if x.ok}
     assert {"vllm-v1", "unknown"} <= engines  # the server, and the gateway's own metrics
     assert s["server_requests"] >= PROMPTS  # the gateway's requests reach the same server

@@ -16,11 +16,11 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from ttftscope.bench.bodies import chat_body, messages_body
 from ttftscope.bench.options import BenchOptions, TargetSpec
-from ttftscope.bench.preparation import prepare
+from ttftscope.bench.plan.bodies import chat_body, messages_body
+from ttftscope.bench.plan.conversations import SyntheticSession
+from ttftscope.bench.plan.preparation import prepare
 from ttftscope.bench.runner import BenchRun, run_bench
-from ttftscope.bench.sessions import SyntheticSession
 from ttftscope.bench.targets import resolve_targets
 from ttftscope.client.apis import Api
 from ttftscope.client.endpoint import Endpoint

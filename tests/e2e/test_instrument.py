@@ -12,7 +12,7 @@ from ttftscope import Settings, instrument, instrumentation
 from ttftscope.config.schema import DebugSettings
 from ttftscope.localserver.model import model_dir
 from ttftscope.localserver.state import LocalServer
-from ttftscope.records import ProbeRecord
+from ttftscope.records import RequestRecord
 
 pytestmark = pytest.mark.e2e
 
@@ -37,7 +37,7 @@ def _server_prompt_tokens(vllm: LocalServer, messages: Any) -> int:
     return reply.usage.prompt_tokens
 
 
-def _records(client: Any) -> list[ProbeRecord]:
+def _records(client: Any) -> list[RequestRecord]:
     handle = instrumentation(client)
     assert handle.close(timeout=60)
     return handle.records

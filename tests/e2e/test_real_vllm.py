@@ -14,7 +14,7 @@ from ttftscope.client.endpoint import Endpoint
 from ttftscope.localserver.state import LocalServer
 from ttftscope.probe.experiments import ProbeOptions, run_probe
 from ttftscope.probe.summary import summarize
-from ttftscope.records import ProbeRecord, RecordWriter, read_records
+from ttftscope.records import RecordWriter, RequestRecord, read_records
 from ttftscope.stats import median
 
 pytestmark = pytest.mark.e2e
@@ -40,7 +40,7 @@ def test_ping_reports_base_url_and_model(vllm: LocalServer) -> None:
 @pytest.fixture(scope="module")
 def probe_records(
     vllm: LocalServer, tmp_path_factory: pytest.TempPathFactory
-) -> tuple[list[ProbeRecord], Path]:
+) -> tuple[list[RequestRecord], Path]:
     path = tmp_path_factory.mktemp("probe") / "records.jsonl"
     opts = ProbeOptions(context_tokens=(0, 8000, 16000), repeat=3, num_warmups=1, ab="ids")
     with RecordWriter(path) as writer:
@@ -49,7 +49,7 @@ def probe_records(
 
 
 def test_every_request_succeeds_and_is_recorded(
-    probe_records: tuple[list[ProbeRecord], Path],
+    probe_records: tuple[list[RequestRecord], Path],
 ) -> None:
     records, path = probe_records
     assert records and all(r.ok for r in records)
@@ -58,7 +58,7 @@ def test_every_request_succeeds_and_is_recorded(
 
 
 def test_consistency_checks_hold_on_every_sample(
-    probe_records: tuple[list[ProbeRecord], Path],
+    probe_records: tuple[list[RequestRecord], Path],
 ) -> None:
     records, _ = probe_records
     for r in records:
@@ -75,7 +75,7 @@ def test_consistency_checks_hold_on_every_sample(
 
 @pytest.mark.parametrize("size", [8000, 16000])
 def test_warm_prefix_hit_rate_is_high(
-    probe_records: tuple[list[ProbeRecord], Path], size: int
+    probe_records: tuple[list[RequestRecord], Path], size: int
 ) -> None:
     records, _ = probe_records
     chat = [r for r in records if r.variant == "chat" and r.context_tokens_target == size]
@@ -89,7 +89,7 @@ def test_warm_prefix_hit_rate_is_high(
 
 
 def test_ab_text_front_end_costs_more_than_ids(
-    probe_records: tuple[list[ProbeRecord], Path],
+    probe_records: tuple[list[RequestRecord], Path],
 ) -> None:
     records, _ = probe_records
     summary = summarize(records, model="m", base_url="b")

@@ -6,7 +6,7 @@ from typing import Any
 
 from ttftscope.errors import FailureKind
 from ttftscope.probe.summary import groups, summarize
-from ttftscope.records import Phase, ProbeRecord, Variant
+from ttftscope.records import Phase, RequestRecord, Variant
 from ttftscope.stats import median, percentile
 
 
@@ -17,8 +17,8 @@ def _rec(
     ttft: float = 10.0,
     size: int = 0,
     **kw: Any,
-) -> ProbeRecord:
-    return ProbeRecord(
+) -> RequestRecord:
+    return RequestRecord(
         run_id="r",
         index=i,
         variant=variant,
@@ -44,7 +44,7 @@ def test_summary_uses_only_warm_clean_successes() -> None:
         _rec(3, ttft=20),
         _rec(4, ttft=30),
         _rec(5, ttft=9999, contaminated=True),
-        ProbeRecord(
+        RequestRecord(
             run_id="r",
             index=6,
             variant="chat",

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ttftscope.errors import FailureKind
 from ttftscope.probe.summary import summarize
-from ttftscope.records import Phase, ProbeRecord, RecordWriter, Variant
+from ttftscope.records import Phase, RecordWriter, RequestRecord, Variant
 
 T0 = 1_790_000_000.0  # wall-clock start of every synthetic run
 
@@ -44,12 +44,12 @@ def record(
     size: int = 8000,
     t: float = 0.0,
     **bench: object,
-) -> ProbeRecord:
+) -> RequestRecord:
     """A successful request whose parts are exactly ``parts``."""
     server = parts.frontend + parts.queue + parts.prefill
     wire = server + parts.outside
     queries = 1000.0
-    return ProbeRecord.model_validate(
+    return RequestRecord.model_validate(
         {
             "run_id": run_id,
             "index": index,
@@ -79,11 +79,11 @@ def record(
     )
 
 
-def failed(index: int, kind: FailureKind = FailureKind.RATE_LIMITED, **kw: object) -> ProbeRecord:
+def failed(index: int, kind: FailureKind = FailureKind.RATE_LIMITED, **kw: object) -> RequestRecord:
     """A failed request (429 by default), as the probe and bench record it."""
     base: dict[str, object] = {"run_id": "run-a", "variant": "chat", "phase": "warm"}
     base.update(kw)
-    return ProbeRecord.model_validate(
+    return RequestRecord.model_validate(
         {**base, "index": index, "ok": False, "status": 429, "error_kind": kind, "error": "429"}
     )
 
@@ -93,13 +93,13 @@ def probe_records(
     variants: Sequence[Variant] = ("chat", "text", "ids"),
     repeat: int = 3,
     run_id: str = "run-a",
-) -> list[ProbeRecord]:
+) -> list[RequestRecord]:
     """A probe sweep: per size and variant a cold request, then ``repeat`` warm ones.
 
     Front end grows with context (re-tokenizing it) except when ids are sent; warm requests
     vary a little so medians are not all equal.
     """
-    out: list[ProbeRecord] = []
+    out: list[RequestRecord] = []
     for size in sizes:
         for variant in variants:
             frontend = 2.0 if variant == "ids" else 3.0 + size / 200
@@ -132,7 +132,7 @@ def probe_records(
 
 
 def write_probe_dir(
-    directory: Path, records: Sequence[ProbeRecord], stamp: str = "20260101-000000"
+    directory: Path, records: Sequence[RequestRecord], stamp: str = "20260101-000000"
 ) -> Path:
     """``probe-<stamp>.jsonl`` and its ``.summary.json``, as ``ttftscope probe`` writes them."""
     path = directory / f"probe-{stamp}.jsonl"
@@ -150,7 +150,7 @@ def write_probe_dir(
 class BenchDir:
     """A bench result directory's contents; :meth:`write` lays it out."""
 
-    records: list[ProbeRecord] = field(default_factory=list)
+    records: list[RequestRecord] = field(default_factory=list)
     samples: list[dict[str, object]] = field(default_factory=list)
     summary: dict[str, object] | None = None
     records_name: str = "bench-records"
@@ -181,7 +181,7 @@ def bench_records(
     shard: str | None = None,
     sessions: int = 4,
     start: int = 0,
-) -> list[ProbeRecord]:
+) -> list[RequestRecord]:
     """``n`` requests per target, dealt to sessions; workload indexes start at ``start``."""
     out = []
     for i in range(start, start + n):

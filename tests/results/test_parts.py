@@ -10,7 +10,7 @@ import pytest
 from tests.report.fixtures import Parts, bench_records, probe_records, record, write_probe_dir
 from ttftscope.results.parts import (
     Buckets,
-    breakdown,
+    records_breakdown,
     hit_rate,
     largest_bucket,
     latency_samples,
@@ -29,7 +29,7 @@ def test_group_medians_equal_the_probe_summary_written_beside_the_records(tmp_pa
     for s in split_series(run):
         for g in (g for g in groups if g["variant"] == s.name):
             mine = [r for r in s.records if r.context_tokens_target == g["context_tokens"]]
-            found = breakdown(mine)
+            found = records_breakdown(mine)
             assert found is not None and found.n == g["n"] == 3
             assert found.ttft_ms == pytest.approx(g["median_ttft_ms"], abs=1e-3)
             assert found.part("queue") == pytest.approx(g["median_queue_ms"], abs=1e-3)
@@ -52,7 +52,7 @@ def test_parts_add_up_to_ttft_per_request_and_shares_follow() -> None:
     r = record(
         0, Parts(frontend=64.0, queue=0.0, prefill=20.0, outside=10.0, serialize=1.0, tokenize=5.0)
     )
-    found = breakdown([r])
+    found = records_breakdown([r])
     assert found is not None
     assert sum(v for _, v in found.parts) == pytest.approx(found.ttft_ms) == 100.0
     assert found.share("server_frontend") == pytest.approx(0.64)

@@ -15,7 +15,7 @@ from tests.report.fixtures import (
     queue_samples,
     write_probe_dir,
 )
-from ttftscope.results.parts import breakdown, split_series
+from ttftscope.results.parts import records_breakdown, split_series
 from ttftscope.results.runs import NoResults, load_runs
 
 
@@ -99,7 +99,7 @@ def test_shards_of_one_run_merge_into_one_run_equal_to_the_unsharded_one(tmp_pat
     assert len(run.parts) == 2 and run.label == "shard1 (+1 shard)"
     assert not [n for n in run.notes if "missing" in n]
     assert sorted(r.index for r in run.records) == sorted(r.index for r in unsharded.records)
-    assert breakdown(run.records) == breakdown(unsharded.records)
+    assert records_breakdown(run.records) == records_breakdown(unsharded.records)
 
 
 def test_shards_sharing_one_directory_are_read_by_their_file_endings(tmp_path: Path) -> None:

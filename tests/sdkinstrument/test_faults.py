@@ -19,7 +19,7 @@ from tests.faultserver import FaultServer
 from tests.sdkinstrument.fakevllm import FakeVllm
 from ttftscope import Settings, instrument, instrumentation
 from ttftscope.config.schema import ApiSettings, DebugSettings, TokenizerSettings
-from ttftscope.records import ProbeRecord
+from ttftscope.records import RequestRecord
 from ttftscope.sdkinstrument import calls as instrument_calls
 from ttftscope.tokenization.loader import Tokenizer
 
@@ -40,7 +40,7 @@ def _dead_port() -> int:
     return port
 
 
-def _records(client: Any) -> list[ProbeRecord]:
+def _records(client: Any) -> list[RequestRecord]:
     handle = instrumentation(client)
     assert handle.close()
     return handle.records

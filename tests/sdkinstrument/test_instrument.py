@@ -16,7 +16,7 @@ from openai import AsyncOpenAI, OpenAI
 from tests.sdkinstrument.fakevllm import FakeVllm
 from ttftscope import Settings, instrument, instrumentation
 from ttftscope.config.schema import DebugSettings, ObservabilitySettings
-from ttftscope.records import ProbeRecord, read_records
+from ttftscope.records import RequestRecord, read_records
 
 KEY = "sk-instrument-test-0123456789"
 MESSAGES: Any = [{"role": "user", "content": "hi"}]
@@ -29,7 +29,7 @@ def server() -> Iterator[FakeVllm]:
         yield srv
 
 
-def _records(client: Any) -> list[ProbeRecord]:
+def _records(client: Any) -> list[RequestRecord]:
     handle = instrumentation(client)
     assert handle.flush()
     return handle.records

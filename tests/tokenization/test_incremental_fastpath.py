@@ -18,11 +18,11 @@ from hypothesis import strategies as st
 from tests.tokenizer_fixtures.fixtures import FAMILIES, mixed_text
 from ttftscope.tokenization import fastpath as fp
 from ttftscope.tokenization import spacewindow as sw
-from ttftscope.tokenization.engines import engines_for
 from ttftscope.tokenization.incremental import IncrementalEncoder
 from ttftscope.tokenization.loader import Tokenizer
 from ttftscope.tokenization.offsets import convert
 from ttftscope.tokenization.regex_ascii import translate_ascii
+from ttftscope.tokenization.window_engines import engines_for
 
 EXAMPLES = int(os.environ.get("TTFTSCOPE_INCR_EXAMPLES", "100"))
 SETTINGS = settings(

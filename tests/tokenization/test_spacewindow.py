@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ttftscope.tokenization import spacewindow as sw
-from ttftscope.tokenization.engines import engines_for
 from ttftscope.tokenization.incremental import IncrementalEncoder
+from ttftscope.tokenization.window_engines import engines_for
 
 MARK = "\u2581"
 CLASS_CHARS = [MARK, "aZ", "07", "(,_", "\n\t", "é日😀"]  # one entry per class, "other" last

@@ -1,15 +1,17 @@
 """Agent-session load tests: many concurrent coding-agent sessions, TTFT percentiles, queues.
 
-Owns: what a run is asked to do and the parsers of its flags (``options``), the targets it
-sends to (``targets``), the public agent traces' figures the default workload follows
-(``traces``), the seeded session workload and its shards (``workload``), session text
-(``sessions``) and each API's request body (``bodies``: chat, Anthropic Messages, OpenAI
-Responses), replay of recorded requests (``replay``) and which API a recorded body speaks
-(``replayapi``), arrival pacing and concurrency (``pacing``), per-chunk
-stream timing (``chunks``), one request turned into a record (``request``), the
-``/metrics`` sampler and its light scrape (``sampler``, ``scrape``), JSONL files written off
-the event loop (``sink``), live statistics (``live``), the run (``runner``), the summary
-(``summary``) and its terminal table (``table``).
+A run (``runner``) does four things, one subpackage each, with what it is asked to do and
+where it sends beside them (``options``: the run's options and the parsers of its flags;
+``targets``: each target's URLs and the credentials it may get):
+
+- ``plan``: plan the workload: the traces' figures, the seeded sessions and shards, their
+  text and each API's request body, or recorded requests replayed; fitted to the server;
+- ``send``: send and time: pacing and concurrency slots, the session workers, one request
+  over the aiohttp transport, per-chunk stream times;
+- ``observe``: observe the servers: the ``/metrics`` sampler, its light scrape, the
+  servers' per-part aggregates and queue;
+- ``output``: write results: JSONL files written off the event loop, live statistics, the
+  summary and its terminal table.
 
 May import ``decompose`` (the record builder the probe uses too), ``results`` (the summary
 schema reports read), ``client``, ``metrics``, ``tokenization``, ``records``, ``config``,

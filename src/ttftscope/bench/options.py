@@ -18,7 +18,7 @@ from typing import Literal
 
 import orjson
 
-from ttftscope.bench.traces import COMPACTION_SHARE, TRACE_APPENDS, AppendShape
+from ttftscope.bench.plan.traces import COMPACTION_SHARE, TRACE_APPENDS, AppendShape
 from ttftscope.client.apis import APIS, Api
 from ttftscope.client.apis import parse_api as _parse_api
 from ttftscope.config.checks import check_base_url

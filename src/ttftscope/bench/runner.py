@@ -2,10 +2,10 @@
 
 Files in the result directory (a shard's names end in ``.shard-I-of-N``):
 
-- ``bench-records.jsonl``: one :class:`~ttftscope.records.ProbeRecord` per request,
+- ``bench-records.jsonl``: one :class:`~ttftscope.records.RequestRecord` per request,
   warmups and failures included, flushed as each finishes;
-- ``samples.jsonl``: one :class:`~ttftscope.bench.sampler.Sample` per scrape;
-- ``bench-summary.json``: :func:`~ttftscope.bench.summary.summarize_bench`, written at
+- ``samples.jsonl``: one :class:`~ttftscope.bench.observe.sampler.ScrapeSample` per scrape;
+- ``bench-summary.json``: :func:`~ttftscope.bench.output.bench_summary.summarize_bench`, written at
   the end, also when the run was stopped by a failure or interrupted.
 
 Every shard of one workload records the same run id (derived from the workload unless
@@ -28,23 +28,23 @@ from typing import Any
 
 import httpx
 
-from ttftscope.bench.drive import FATAL, Abort, DriveConfig, Driver
+from ttftscope.bench.observe.sampler import Sampler, ScrapeSample, sources_of
+from ttftscope.bench.observe.servers import server_parts
 from ttftscope.bench.options import BenchOptions, Shard, unique_targets
-from ttftscope.bench.pacing import Pacer, Slots
-from ttftscope.bench.preparation import Prepared, prepare
-from ttftscope.bench.request import Attempt, Sent, request_client, send
-from ttftscope.bench.sampler import Sample, Sampler, sources_of
-from ttftscope.bench.servers import server_parts
-from ttftscope.bench.sessions import warmup_body
-from ttftscope.bench.sink import JsonlSink
-from ttftscope.bench.summary import RunFacts, summarize_bench
+from ttftscope.bench.output.bench_summary import RunFacts, summarize_bench
+from ttftscope.bench.output.sink import JsonlSink
+from ttftscope.bench.plan.conversations import warmup_body
+from ttftscope.bench.plan.preparation import Prepared, prepare
+from ttftscope.bench.plan.workload import TurnPlan
+from ttftscope.bench.send.drive import FATAL, Abort, DriveConfig, Driver
+from ttftscope.bench.send.pacing import Pacer, Slots
+from ttftscope.bench.send.request import Attempt, Sent, request_client, send
+from ttftscope.bench.send.transport import StreamClient
 from ttftscope.bench.targets import Target, resolve_targets
-from ttftscope.bench.transport import StreamClient
-from ttftscope.bench.workload import TurnPlan
 from ttftscope.client.endpoint import Endpoint
 from ttftscope.errors import ConfigError, FailureKind, error_for
 from ttftscope.metrics.scrape import safe_url
-from ttftscope.records import ProbeRecord
+from ttftscope.records import RequestRecord
 
 SETTLE_S = 3.0
 
@@ -55,8 +55,8 @@ class Hooks:
 
     on_stage: Callable[[str], None] | None = None
     on_start: Callable[[int], None] | None = None  # measured requests planned
-    on_record: Callable[[ProbeRecord], None] | None = None
-    on_sample: Callable[[Sample], None] | None = None
+    on_record: Callable[[RequestRecord], None] | None = None
+    on_sample: Callable[[ScrapeSample], None] | None = None
 
     def stage(self, text: str) -> None:
         """Say what the run does now."""
@@ -98,7 +98,7 @@ class BenchRun:
     run_id: str
     model: str
     files: ResultFiles
-    records: list[ProbeRecord] = field(default_factory=list)
+    records: list[RequestRecord] = field(default_factory=list)
     summary: dict[str, Any] = field(default_factory=dict)
     abort: Abort | None = None
 
@@ -131,7 +131,7 @@ class _Bench:
     def __init__(self, ep: Endpoint, opts: BenchOptions, files: ResultFiles, hooks: Hooks):
         self.ep, self.opts, self.files, self.hooks = ep, opts, files, hooks
         self.targets: tuple[Target, ...] = resolve_targets(ep, unique_targets(opts.targets))
-        self.records: list[ProbeRecord] = []
+        self.records: list[RequestRecord] = []
         self.itl: defaultdict[str, list[float]] = defaultdict(list)
         self.sink: JsonlSink | None = None
         self.abort: Abort | None = None
@@ -257,7 +257,7 @@ def header_of(
 ) -> dict[str, Any]:
     """The summary's identity and options part (what makes shards mergeable).
 
-    >>> from ttftscope.bench.bodies import BodyDefaults
+    >>> from ttftscope.bench.plan.bodies import BodyDefaults
     >>> prep = Prepared("bench-k", "k", 0, "m", BodyDefaults("m", 4, 0.0), [])
     >>> header_of(BenchOptions(), prep, [], ResultFiles.in_dir(Path("r"), Shard()))["shard"]
     '1/1'

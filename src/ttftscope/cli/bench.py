@@ -23,7 +23,7 @@ from rich.progress import (
     TaskID,
 )
 
-from ttftscope.bench.live import LiveStats
+from ttftscope.bench.observe.sampler import ScrapeSample
 from ttftscope.bench.options import (
     BenchOptions,
     parse_api,
@@ -34,8 +34,8 @@ from ttftscope.bench.options import (
     parse_shard,
     parse_target,
 )
-from ttftscope.bench.sampler import Sample
-from ttftscope.bench.table import print_bench_summary
+from ttftscope.bench.output.live import LiveStats
+from ttftscope.bench.output.table import print_bench_summary
 from ttftscope.cli.console import make_console
 from ttftscope.cli.extras import require_extra
 from ttftscope.cli.options import CliState, cli_state, dumps, endpoint_options, excluded_fields
@@ -43,7 +43,7 @@ from ttftscope.cli.progress import fit_description, live_bar
 from ttftscope.client.apis import APIS
 from ttftscope.client.endpoint import Endpoint
 from ttftscope.client.stream import StreamResult, raise_for_result
-from ttftscope.records import ProbeRecord
+from ttftscope.records import RequestRecord
 from ttftscope.tokenization.loader import load_tokenizer
 
 if TYPE_CHECKING:
@@ -101,7 +101,7 @@ class BenchProgress:
         if self._bar is not None and self._task is not None:
             self._bar.update(self._task, total=total, completed=0)
 
-    def record(self, rec: ProbeRecord) -> None:
+    def record(self, rec: RequestRecord) -> None:
         """One request finished (warmups update nothing)."""
         if rec.phase == "warmup":
             return
@@ -109,7 +109,7 @@ class BenchProgress:
         self._done += 1
         self._show()
 
-    def sample(self, sample: Sample) -> None:
+    def sample(self, sample: ScrapeSample) -> None:
         """A scrape: the waiting queue shown is the sum over the servers sampled."""
         if sample.waiting is not None:
             self._waiting[sample.source] = sample.waiting
@@ -259,7 +259,7 @@ def _print(run: BenchRun, as_json: bool) -> None:
     click.echo(f"summary: {run.files.summary}")
 
 
-def _fail_if_nothing_completed(records: list[ProbeRecord]) -> None:
+def _fail_if_nothing_completed(records: list[RequestRecord]) -> None:
     measured = [r for r in records if r.phase != "warmup"]
     if not measured or any(r.ok for r in measured):
         return

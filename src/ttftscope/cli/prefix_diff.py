@@ -20,8 +20,8 @@ from rich.text import Text
 from ttftscope.cli.console import make_console
 from ttftscope.cli.options import cli_state, config_options, dumps
 from ttftscope.doctor.dynamic import DynamicValue
+from ttftscope.doctor.logged_bodies import read_body, read_request_log
 from ttftscope.doctor.prefix import PrefixDiff, diff_rendered, pair_diffs, render_prompt
-from ttftscope.doctor.requestlog import read_body, read_request_log
 from ttftscope.errors import ConfigError
 from ttftscope.tokenization.loader import Tokenizer, load_tokenizer
 

@@ -29,7 +29,7 @@ from ttftscope.config.schema import (
 from ttftscope.errors import ConfigError
 from ttftscope.probe.experiments import AbMode, ProbeOptions, run_probe
 from ttftscope.probe.summary import summarize
-from ttftscope.records import ProbeRecord, RecordWriter
+from ttftscope.records import RecordWriter, RequestRecord
 from ttftscope.report.terminal import print_probe_summary
 from ttftscope.tokenization.loader import Tokenizer, load_tokenizer
 
@@ -74,12 +74,12 @@ def parse_numbers(text: str, what: str, cast: Callable[[str], N]) -> list[N]:
     return values
 
 
-def _request_logger(state: CliState) -> Callable[[ProbeRecord], None] | None:
+def _request_logger(state: CliState) -> Callable[[RequestRecord], None] | None:
     s = state.load().settings
     if not (s.debug.log_request_timing or s.debug.log_token_count):
         return None
 
-    def log(rec: ProbeRecord) -> None:
+    def log(rec: RequestRecord) -> None:
         parts = [f"#{rec.index} {rec.variant}/{rec.phase} ctx={rec.context_tokens_target}"]
         if s.debug.log_request_timing:
             parts.append(
@@ -129,7 +129,7 @@ def execute_probe(
     try:
         with RequestProgress(opts.total_requests, state.err) as progress:
 
-            def on_record(rec: ProbeRecord) -> None:
+            def on_record(rec: RequestRecord) -> None:
                 if log is not None:
                     log(rec)
                 progress.record(rec)
@@ -163,7 +163,7 @@ def execute_probe(
     return summary
 
 
-def _fail_if_nothing_measured(records: list[ProbeRecord]) -> None:
+def _fail_if_nothing_measured(records: list[RequestRecord]) -> None:
     if any(r.ok for r in records):
         return
     first = next((r for r in records if not r.ok), None)

@@ -16,7 +16,7 @@ from rich.progress import (
 )
 from rich.table import Column
 
-from ttftscope.records import ProbeRecord
+from ttftscope.records import RequestRecord
 
 _BAR = 20  # the bar's width in columns
 _PLAIN_EVERY_S = 10.0  # into a pipe: one status line at most this often, plus each stage
@@ -100,7 +100,7 @@ class RequestProgress:
             self.console.print(f"probe: {text} ({self.done}/{self.total} requests done)")
             self._last_line = time.monotonic()
 
-    def record(self, rec: ProbeRecord) -> None:
+    def record(self, rec: RequestRecord) -> None:
         """One request finished (successfully or not)."""
         self.done += 1
         if self._bar is not None and self._task is not None:

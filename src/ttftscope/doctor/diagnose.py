@@ -37,9 +37,9 @@ from ttftscope.doctor.rules.tokenize import (
     measured_saving_ms,
     server_tokenization_findings,
 )
-from ttftscope.doctor.server import ServerFacts
+from ttftscope.doctor.serverfacts import ServerFacts
 from ttftscope.findings import Diagnosis, Finding
-from ttftscope.results.parts import breakdown, summary_breakdown
+from ttftscope.results.parts import records_breakdown, summary_breakdown
 from ttftscope.results.runs import Run
 from ttftscope.tokenization.loader import Tokenizer
 
@@ -75,7 +75,10 @@ def _run_notes(run: Run) -> list[str]:
     measured = [r for r in run.records if r.phase != "warmup"]
     if measured and not any(r.ok for r in measured):
         return [f"{run.label}: no successful request to measure; see the failures"]
-    if breakdown(list(run.records)) is None and summary_breakdown(run.bench_summaries) is None:
+    if (
+        records_breakdown(list(run.records)) is None
+        and summary_breakdown(run.bench_summaries) is None
+    ):
         return [
             f"{run.label}: the records have no server-side parts (no per-request /metrics "
             "deltas): run `ttftscope probe` against this server to split TTFT"

@@ -15,7 +15,7 @@ import httpx
 
 from ttftscope.client.endpoint import Endpoint
 from ttftscope.config.loader import LoadedSettings
-from ttftscope.doctor.server import GatewayFacts, ServerFacts, gateway_facts, server_facts
+from ttftscope.doctor.serverfacts import GatewayFacts, ServerFacts, gateway_facts, server_facts
 from ttftscope.errors import TtftscopeError
 from ttftscope.metrics.scrape import ascrape
 from ttftscope.results.runs import Run, load_runs

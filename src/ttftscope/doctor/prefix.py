@@ -13,7 +13,7 @@ what a template writes after the last message only when it is last. ``shared`` i
 actually starts with; the loss is the difference, counted in characters, tokens and the full
 KV blocks prefix caching reuses.
 
-May import tokenization, errors and the other prefix modules (``dynamic``, ``requestlog``).
+May import tokenization, errors and the other prefix modules (``dynamic``, ``logged_bodies``).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from ttftscope.doctor.dynamic import (
     find_dynamic,
     key_order_change,
 )
-from ttftscope.doctor.requestlog import RequestLog, conversation_pairs, read_request_log
+from ttftscope.doctor.logged_bodies import LoggedBodies, conversation_pairs, read_request_log
 from ttftscope.errors import ConfigError
 from ttftscope.tokenization.chat import ChatRenderer
 from ttftscope.tokenization.loader import Tokenizer
@@ -39,10 +39,10 @@ from ttftscope.tokenization.loader import Tokenizer
 __all__ = [
     "DynamicKind",
     "DynamicValue",
+    "LoggedBodies",
     "PrefixDiff",
     "RenderedPrompt",
     "Rendering",
-    "RequestLog",
     "conversation_pairs",
     "diff_prompts",
     "diff_rendered",

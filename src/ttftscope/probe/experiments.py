@@ -40,7 +40,7 @@ from ttftscope.metrics.engines import ServerBreakdown, breakdown, queue_depth
 from ttftscope.metrics.prom import MetricsSnapshot, delta
 from ttftscope.metrics.scrape import ascrape
 from ttftscope.probe.limits import check_sizes
-from ttftscope.records import Phase, ProbeRecord, RecordWriter, Variant
+from ttftscope.records import Phase, RecordWriter, RequestRecord, Variant
 from ttftscope.tokenization.loader import Tokenizer
 
 _ASSISTANT_REPLY = "Understood. Continuing."
@@ -95,7 +95,7 @@ class ProbeRun:
 
     run_id: str
     model: str
-    records: list[ProbeRecord] = field(default_factory=list)
+    records: list[RequestRecord] = field(default_factory=list)
 
 
 @dataclass
@@ -108,7 +108,7 @@ class _Request:
 
 
 class Prober:
-    """Sends probe requests and turns each into a checked :class:`ProbeRecord`."""
+    """Sends probe requests and turns each into a checked :class:`RequestRecord`."""
 
     def __init__(
         self,
@@ -117,7 +117,7 @@ class Prober:
         *,
         client: httpx.AsyncClient,
         writer: RecordWriter | None = None,
-        on_record: Callable[[ProbeRecord], None] | None = None,
+        on_record: Callable[[RequestRecord], None] | None = None,
         local_tokenizer: Tokenizer | None = None,
         on_stage: Callable[[str], None] | None = None,
     ) -> None:
@@ -145,7 +145,7 @@ class Prober:
 
         return header + await build_context_async(size, self.opts.seed + size, count)
 
-    async def send(self, req: _Request, phase: Phase, context_tokens: int) -> ProbeRecord:
+    async def send(self, req: _Request, phase: Phase, context_tokens: int) -> RequestRecord:
         """One request: scrape, (tokenize), stream, scrape until settled, record, check."""
         before = await self._scrape()
         tokenize_ms = None
@@ -222,7 +222,7 @@ class Prober:
             self._metrics_error = exc.message
             return None
 
-    def _emit(self, rec: ProbeRecord) -> None:
+    def _emit(self, rec: RequestRecord) -> None:
         # on_record first: it may drop fields the settings say not to record
         if self.on_record is not None:
             self.on_record(rec)
@@ -342,7 +342,7 @@ async def run_probe(
     opts: ProbeOptions,
     *,
     writer: RecordWriter | None = None,
-    on_record: Callable[[ProbeRecord], None] | None = None,
+    on_record: Callable[[RequestRecord], None] | None = None,
     local_tokenizer: Tokenizer | None = None,
     on_stage: Callable[[str], None] | None = None,
 ) -> ProbeRun:

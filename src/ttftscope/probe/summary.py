@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ttftscope.records import ProbeRecord, Variant, failure_tally
+from ttftscope.records import RequestRecord, Variant, failure_tally
 from ttftscope.stats import median, percentile
 
 # (summary key stem, record attribute); each gets median_ and pNN_ keys
@@ -21,13 +21,13 @@ PARTS: tuple[tuple[str, str], ...] = (
 )
 
 
-def usable(records: Iterable[ProbeRecord]) -> list[ProbeRecord]:
+def usable(records: Iterable[RequestRecord]) -> list[RequestRecord]:
     """Warm, successful, uncontaminated samples: the ones statistics are made of."""
     return [r for r in records if r.ok and r.phase == "warm" and not r.contaminated]
 
 
 def part_stats(
-    records: Sequence[ProbeRecord], percentiles: Sequence[float] = (50, 90), prefix: str = ""
+    records: Sequence[RequestRecord], percentiles: Sequence[float] = (50, 90), prefix: str = ""
 ) -> dict[str, float | None]:
     """``{prefix}median_ttft_ms``, ``{prefix}p90_ttft_ms``, … for every part.
 
@@ -47,7 +47,7 @@ def part_stats(
     return out
 
 
-def _cold_fields(cold: ProbeRecord | None) -> dict[str, Any]:
+def _cold_fields(cold: RequestRecord | None) -> dict[str, Any]:
     attrs = (
         "client_ttft_ms",
         "server_ttft_ms",
@@ -62,7 +62,7 @@ def _cold_fields(cold: ProbeRecord | None) -> dict[str, Any]:
 
 
 def groups(
-    records: Sequence[ProbeRecord], percentiles: Sequence[float] = (50, 90)
+    records: Sequence[RequestRecord], percentiles: Sequence[float] = (50, 90)
 ) -> list[dict[str, Any]]:
     """One row per (context size, variant): the cold request, then warm statistics."""
     order = {"chat": 0, "text": 1, "ids": 2, "direct": 3, "gateway": 4}
@@ -88,7 +88,7 @@ def groups(
     return rows
 
 
-def notes(records: Sequence[ProbeRecord]) -> list[str]:
+def notes(records: Sequence[RequestRecord]) -> list[str]:
     """Distinct notes across records, in first-seen order, each with how often it occurred."""
     counts: dict[str, int] = {}
     for r in records:
@@ -98,7 +98,7 @@ def notes(records: Sequence[ProbeRecord]) -> list[str]:
 
 
 def summarize(
-    records: Sequence[ProbeRecord],
+    records: Sequence[RequestRecord],
     *,
     model: str,
     base_url: str,

@@ -22,8 +22,8 @@ from ttftscope.results.parts import (
     Breakdown,
     Buckets,
     Series,
-    breakdown,
     part_ms,
+    records_breakdown,
     split_series,
     summary_breakdown,
 )
@@ -127,7 +127,7 @@ def _bar_rows(series: Sequence[Series], many_runs: bool) -> list[tuple[str, str,
         buckets = Buckets.for_records(s.records, s.run.kind)
         before = len(rows)
         for key in sorted({buckets.key(r) for r in s.records}):
-            found = breakdown([r for r in s.records if buckets.key(r) == key])
+            found = records_breakdown([r for r in s.records if buckets.key(r) == key])
             if found is not None:
                 rows.append((key, order, buckets.label(key), label, found))
         if len(rows) == before and s.run.kind == "bench":

@@ -18,7 +18,7 @@ import plotly.offline  # type: ignore[import-untyped, unused-ignore]
 
 from ttftscope.errors import ConfigError
 from ttftscope.findings import Diagnosis, Finding
-from ttftscope.records import ProbeRecord
+from ttftscope.records import RequestRecord
 from ttftscope.report.compare import Comparison, comparisons, ms
 from ttftscope.report.figures import Plot, report_plots
 from ttftscope.results.parts import Buckets, hit_rate, split_series
@@ -110,7 +110,7 @@ def diagnosis_html(diagnosis: Diagnosis, measured: Sequence[Comparison] = ()) ->
     )
 
 
-def _row(label: str, kind: str, records: Sequence[ProbeRecord]) -> str:
+def _row(label: str, kind: str, records: Sequence[RequestRecord]) -> str:
     ttfts = [r.client_ttft_ms for r in records]
     rate = hit_rate(records)
     cells = [label, kind, f"{len(records):,}"]

@@ -7,7 +7,7 @@ directory someone edited, so nothing here fails on a torn line or an unknown key
 is no record is counted and skipped, a summary field of the wrong type is dropped and named.
 Only an unreadable file (permissions, a directory where a file should be) is an error.
 
-Request records are the shared schema (:class:`~ttftscope.records.ProbeRecord`, read by
+Request records are the shared schema (:class:`~ttftscope.records.RequestRecord`, read by
 :func:`~ttftscope.records.read_records_report`); bench fills its optional fields (target,
 session, turn, shard), a probe leaves them unset.
 """

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from ttftscope.records import ProbeRecord
+from ttftscope.records import RequestRecord
 from ttftscope.results.runs import Run, RunKind
 from ttftscope.results.summaries import BenchSummary
 from ttftscope.stats import median
@@ -41,10 +41,10 @@ _MAX_EXACT_SIZES = 6
 _VARIANT_ORDER = ("chat", "direct", "gateway", "text", "ids")
 
 
-def part_ms(record: ProbeRecord, part: Part) -> float | None:
+def part_ms(record: RequestRecord, part: Part) -> float | None:
     """One request's part in ms (outside the server includes the client's serialization).
 
-    >>> r = ProbeRecord(run_id="r", index=0, variant="chat", phase="warm", ok=True,
+    >>> r = RequestRecord(run_id="r", index=0, variant="chat", phase="warm", ok=True,
     ...                   outside_server_ms=5.0, serialize_ms=0.5, queue_ms=2.0)
     >>> part_ms(r, "outside_server"), part_ms(r, "queue"), part_ms(r, "prefill")
     (5.5, 2.0, None)
@@ -61,14 +61,14 @@ def part_ms(record: ProbeRecord, part: Part) -> float | None:
     return record.prefill_ms
 
 
-def latency_samples(records: Iterable[ProbeRecord], kind: RunKind) -> list[ProbeRecord]:
+def latency_samples(records: Iterable[RequestRecord], kind: RunKind) -> list[RequestRecord]:
     """The requests latency statistics are made of.
 
     A probe's are its own (warm, successful, not shared with another client), so the
     report's medians equal the probe's table. Bench requests overlap by design: every
     successful request after the warm-ups counts, failures (429s) never do.
 
-    >>> recs = [ProbeRecord(run_id="r", index=i, variant="chat", phase=p, ok=True)
+    >>> recs = [RequestRecord(run_id="r", index=i, variant="chat", phase=p, ok=True)
     ...         for i, p in enumerate(("warmup", "cold", "warm"))]
     >>> len(latency_samples(recs, "probe")), len(latency_samples(recs, "bench"))
     (1, 2)
@@ -78,10 +78,10 @@ def latency_samples(records: Iterable[ProbeRecord], kind: RunKind) -> list[Probe
     return [r for r in records if r.ok and r.phase != "warmup"]
 
 
-def series_name(record: ProbeRecord) -> str:
+def series_name(record: RequestRecord) -> str:
     """What a request is compared by: its bench target, else its variant.
 
-    >>> series_name(ProbeRecord(run_id="r", index=0, variant="chat", phase="warm", ok=True))
+    >>> series_name(RequestRecord(run_id="r", index=0, variant="chat", phase="warm", ok=True))
     'chat'
     """
     return record.target or record.variant
@@ -93,7 +93,7 @@ class Series:
 
     run: Run
     name: str
-    records: tuple[ProbeRecord, ...]
+    records: tuple[RequestRecord, ...]
 
     @property
     def label(self) -> str:
@@ -105,7 +105,7 @@ def split_series(run: Run) -> list[Series]:
     """One series per target or variant: a probe's chat paths first, then its A/B variants.
 
     >>> from pathlib import Path; from ttftscope.results.runs import RunPart
-    >>> recs = tuple(ProbeRecord(run_id="r", index=i, variant=v, phase="warm", ok=True)
+    >>> recs = tuple(RequestRecord(run_id="r", index=i, variant=v, phase="warm", ok=True)
     ...              for i, v in enumerate(("ids", "text", "chat")))
     >>> part = RunPart(kind="probe", key="r", label="p", source=Path("d"), records=recs)
     >>> [s.name for s in split_series(Run(kind="probe", key="r", label="p", parts=(part,)))]
@@ -152,16 +152,16 @@ class Breakdown:
         return max(shares, key=lambda s: s[1]) if shares else None
 
 
-def breakdown(records: Sequence[ProbeRecord]) -> Breakdown | None:
+def records_breakdown(records: Sequence[RequestRecord]) -> Breakdown | None:
     """Medians of TTFT and of each part over the requests the server measured.
 
     ``None`` when no request has the server's view (bench under concurrency cannot tell
     which histogram observation is whose; its summary has run-wide aggregates instead).
 
-    >>> r = ProbeRecord(run_id="r", index=0, variant="chat", phase="warm", ok=True,
+    >>> r = RequestRecord(run_id="r", index=0, variant="chat", phase="warm", ok=True,
     ...                   client_ttft_ms=100.0, server_ttft_ms=90.0, queue_ms=0.0,
     ...                   prefill_ms=30.0, server_frontend_ms=60.0, outside_server_ms=10.0)
-    >>> breakdown([r]).share("server_frontend")
+    >>> records_breakdown([r]).share("server_frontend")
     0.6
     """
     seen = [r for r in records if r.client_ttft_ms is not None and r.server_ttft_ms is not None]
@@ -217,10 +217,10 @@ def _weighted(
     return sum(v * w for v, w in known) / sum(w for _, w in known)
 
 
-def hit_rate(records: Iterable[ProbeRecord]) -> float | None:
+def hit_rate(records: Iterable[RequestRecord]) -> float | None:
     """Prefix-cache hit rate over the requests: their hits over their queries (tokens).
 
-    >>> r = ProbeRecord(run_id="r", index=0, variant="chat", phase="warm", ok=True,
+    >>> r = RequestRecord(run_id="r", index=0, variant="chat", phase="warm", ok=True,
     ...                   prefix_hits=90.0, prefix_queries=100.0)
     >>> hit_rate([r, r])
     0.9
@@ -244,12 +244,12 @@ class Buckets:
     exact: bool
 
     @classmethod
-    def for_records(cls, records: Iterable[ProbeRecord], kind: RunKind = "probe") -> Buckets:
+    def for_records(cls, records: Iterable[RequestRecord], kind: RunKind = "probe") -> Buckets:
         """A probe's few swept sizes exactly; a bench's drawn sizes (or many) in bins."""
         sizes = {r.context_tokens_target for r in records}
         return cls(exact=kind == "probe" and len(sizes) <= _MAX_EXACT_SIZES)
 
-    def key(self, record: ProbeRecord) -> int:
+    def key(self, record: RequestRecord) -> int:
         """The bucket's lower bound in tokens."""
         if self.exact:
             return record.context_tokens_target
@@ -267,10 +267,10 @@ def _kilo(n: int) -> str:
     return f"{n // 1024}K" if n >= 1024 else str(n)
 
 
-def largest_bucket(records: Sequence[ProbeRecord]) -> tuple[str, list[ProbeRecord]]:
+def largest_bucket(records: Sequence[RequestRecord]) -> tuple[str, list[RequestRecord]]:
     """The largest context size's label and requests (a probe is judged at it).
 
-    >>> r = [ProbeRecord(run_id="r", index=i, variant="chat", phase="warm", ok=True,
+    >>> r = [RequestRecord(run_id="r", index=i, variant="chat", phase="warm", ok=True,
     ...                    context_tokens_target=s) for i, s in enumerate((0, 8000, 8000))]
     >>> label, mine = largest_bucket(r); label, len(mine)
     ('8,000 tokens', 2)
@@ -282,14 +282,14 @@ def largest_bucket(records: Sequence[ProbeRecord]) -> tuple[str, list[ProbeRecor
     return buckets.label(top), [r for r in records if buckets.key(r) == top]
 
 
-def series_scope(series: Series) -> tuple[str, list[ProbeRecord]]:
+def series_scope(series: Series) -> tuple[str, list[RequestRecord]]:
     """What a judgement of ``series`` is about: a probe's largest context size, a bench's all.
 
     Returns the words that say so (``" at 8,000 tokens"``, empty for a bench) and those
     requests.
 
     >>> from pathlib import Path; from ttftscope.results.runs import RunPart
-    >>> recs = tuple(ProbeRecord(run_id="r", index=i, variant="chat", phase="warm", ok=True,
+    >>> recs = tuple(RequestRecord(run_id="r", index=i, variant="chat", phase="warm", ok=True,
     ...                          context_tokens_target=s) for i, s in enumerate((0, 8000)))
     >>> part = RunPart(kind="probe", key="r", label="p", source=Path("d"), records=recs)
     >>> (s,) = split_series(Run(kind="probe", key="r", label="p", parts=(part,)))

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Literal
 
 from ttftscope.errors import ConfigError
-from ttftscope.records import ProbeRecord, read_records_report
+from ttftscope.records import RequestRecord, read_records_report
 from ttftscope.results.files import Sample, read_jsonl, read_summary
 from ttftscope.results.summaries import BenchSummary, ProbeSummaryHead, shard_position
 
@@ -50,7 +50,7 @@ class RunPart:
     key: str
     label: str
     source: Path
-    records: tuple[ProbeRecord, ...] = ()
+    records: tuple[RequestRecord, ...] = ()
     samples: tuple[Sample, ...] = ()
     bench: BenchSummary | None = None
     model: str | None = None
@@ -74,7 +74,7 @@ class Run:
     notes: tuple[str, ...] = ()
 
     @property
-    def records(self) -> tuple[ProbeRecord, ...]:
+    def records(self) -> tuple[RequestRecord, ...]:
         """Every request record of every part."""
         return tuple(r for p in self.parts for r in p.records)
 
@@ -163,7 +163,7 @@ def _probe_parts(file: Path) -> list[RunPart]:
     notes = _skipped_note(file, skipped) + _dropped_note(file, dropped)
     if not records:
         return []
-    by_run: dict[str, list[ProbeRecord]] = {}
+    by_run: dict[str, list[RequestRecord]] = {}
     for r in records:  # one probe file is one run; a concatenated file splits by run id
         by_run.setdefault(r.run_id, []).append(r)
     label = file.stem  # the directory is in the report's sources
@@ -227,8 +227,8 @@ def _bench_parts(directory: Path) -> list[RunPart]:
     ]
 
 
-def _read_bench(files: _BenchFiles) -> tuple[list[ProbeRecord], list[Sample], list[str]]:
-    records: list[ProbeRecord] = []
+def _read_bench(files: _BenchFiles) -> tuple[list[RequestRecord], list[Sample], list[str]]:
+    records: list[RequestRecord] = []
     notes: list[str] = []
     for file in files.records:
         got = read_records_report(file)
@@ -272,7 +272,7 @@ def _bench_part(directory: Path, tail: str, files: _BenchFiles) -> RunPart | Non
 def _missing_notes(
     name: str,
     summary: BenchSummary | None,
-    records: Sequence[ProbeRecord],
+    records: Sequence[RequestRecord],
     samples: Sequence[Sample],
 ) -> list[str]:
     out = []
@@ -285,7 +285,7 @@ def _missing_notes(
     return out
 
 
-def _common_shard(records: Iterable[ProbeRecord]) -> tuple[int, int] | None:
+def _common_shard(records: Iterable[RequestRecord]) -> tuple[int, int] | None:
     shards = {shard_position(r.shard) for r in records} - {None}
     return shards.pop() if len(shards) == 1 else None
 
@@ -293,7 +293,7 @@ def _common_shard(records: Iterable[ProbeRecord]) -> tuple[int, int] | None:
 def _bench_key(
     directory: Path,
     summary: BenchSummary | None,
-    records: Sequence[ProbeRecord],
+    records: Sequence[RequestRecord],
     shard: tuple[int, int] | None,
 ) -> str:
     """What makes shards one run: the run id, else the seeded workload they slice."""

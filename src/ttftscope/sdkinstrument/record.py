@@ -1,4 +1,4 @@
-"""Turn one instrumented SDK call into a :class:`~ttftscope.records.ProbeRecord`.
+"""Turn one instrumented SDK call into a :class:`~ttftscope.records.RequestRecord`.
 
 Runs on the background worker, never in the user's call. Client times are milliseconds from
 the start of the user's ``create()`` call: for a stream, ``headers_ms`` is when ``create()``
@@ -22,7 +22,7 @@ from ttftscope.decompose import add_server_view as server_view
 from ttftscope.decompose import seconds_ms
 from ttftscope.errors import FailureKind, TransportFailure, os_failure
 from ttftscope.metrics.engines import ServerBreakdown
-from ttftscope.records import ProbeRecord
+from ttftscope.records import RequestRecord
 from ttftscope.sdkinstrument.calls import Call
 
 RUN_PREFIX = "instrument-"
@@ -96,9 +96,9 @@ def _cached(usage: Any) -> int | None:
 
 def client_record(
     call: Call, *, run_id: str, url: str, secrets: Sequence[str], log_tokens: bool
-) -> ProbeRecord:
+) -> RequestRecord:
     """The client's view of one call (no server fields yet)."""
-    rec = ProbeRecord(
+    rec = RequestRecord(
         run_id=run_id,
         index=call.index,
         variant=call.variant,
@@ -131,7 +131,7 @@ def client_record(
     return rec
 
 
-def _fill_times(rec: ProbeRecord, call: Call) -> None:
+def _fill_times(rec: RequestRecord, call: Call) -> None:
     t0 = call.start_ns
     end = call.end_ns
     if not call.stream:
@@ -149,7 +149,7 @@ def _fill_times(rec: ProbeRecord, call: Call) -> None:
         rec.itl_max_ms = call.max_gap_ns / 1e6
 
 
-def _fill_pace(rec: ProbeRecord) -> None:
+def _fill_pace(rec: RequestRecord) -> None:
     n = rec.completion_tokens
     if rec.e2el_ms is not None and rec.client_ttft_ms is not None and n is not None and n > 1:
         rec.tpot_ms = (rec.e2el_ms - rec.client_ttft_ms) / (n - 1)
@@ -181,7 +181,7 @@ def attributable(bd: ServerBreakdown, *, next_started: bool = False) -> Attribut
     return "finish" if bd.queue_count is not None else "none"
 
 
-def add_finish_view(rec: ProbeRecord, bd: ServerBreakdown) -> None:
+def add_finish_view(rec: RequestRecord, bd: ServerBreakdown) -> None:
     """Queue and prefill only: the window also holds the start of the next call."""
     rec.queue_ms = seconds_ms(bd.queue_s)
     rec.prefill_ms = seconds_ms(bd.prefill_s)
@@ -192,7 +192,7 @@ def add_finish_view(rec: ProbeRecord, bd: ServerBreakdown) -> None:
     )
 
 
-def add_server_view(rec: ProbeRecord, bd: ServerBreakdown, *, log_tokens: bool) -> None:
+def add_server_view(rec: RequestRecord, bd: ServerBreakdown, *, log_tokens: bool) -> None:
     """Fill the server's side of one call from an attributable metrics window, then check.
 
     The parts and checks are the probe's (:func:`ttftscope.decompose.add_server_view`); a

@@ -24,7 +24,7 @@ import orjson
 
 from ttftscope.errors import TtftscopeError
 from ttftscope.metrics.prom import MetricsSnapshot
-from ttftscope.records import ProbeRecord, RecordWriter
+from ttftscope.records import RecordWriter, RequestRecord
 from ttftscope.sdkinstrument.calls import Call
 from ttftscope.sdkinstrument.record import (
     add_finish_view,
@@ -111,7 +111,7 @@ class Worker:
         self.opts = opts
         self._next_start = next_start
         self.stats = WorkerStats()
-        self.records: deque[ProbeRecord] = deque(maxlen=opts.keep)
+        self.records: deque[RequestRecord] = deque(maxlen=opts.keep)
         self._max_pending = max_pending
         self._cond = threading.Condition()
         self._queue: deque[Call | None] = deque()
@@ -240,7 +240,7 @@ class Worker:
         if opts.log_timing or opts.log_tokens:
             log.info("%s", _log_line(rec))
 
-    def _server_view(self, rec: ProbeRecord, call: Call, metrics: MetricsWindows) -> None:
+    def _server_view(self, rec: RequestRecord, call: Call, metrics: MetricsWindows) -> None:
         if call.overlapped:
             rec.notes.append(NOT_ATTRIBUTABLE)
             with self._cond:
@@ -268,7 +268,7 @@ class Worker:
                 f"or metrics published late): {NOT_ATTRIBUTABLE}"
             )
 
-    def _write(self, rec: ProbeRecord, call: Call) -> None:
+    def _write(self, rec: RequestRecord, call: Call) -> None:
         opts = self.opts
         if opts.records_path is not None and not self._no_writer:
             if self._writer is None:
@@ -314,7 +314,7 @@ def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f}"
 
 
-def _log_line(rec: ProbeRecord) -> str:
+def _log_line(rec: RequestRecord) -> str:
     line = (
         f"#{rec.index} {rec.variant} ttft={_fmt(rec.client_ttft_ms)}ms "
         f"total={_fmt(rec.e2el_ms)}ms queue={_fmt(rec.queue_ms)}ms "

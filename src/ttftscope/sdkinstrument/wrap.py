@@ -2,7 +2,7 @@
 
 ``instrument`` wraps ``client.chat.completions.create`` and ``client.completions.create`` of an
 ``OpenAI`` or ``AsyncOpenAI`` client in place and returns the same client. Each call, streaming
-or not, becomes one :class:`~ttftscope.records.ProbeRecord` (``run_id`` ``instrument-…``,
+or not, becomes one :class:`~ttftscope.records.RequestRecord` (``run_id`` ``instrument-…``,
 ``phase`` ``"warm"``, ``notes`` starting with ``"instrument"``), the schema ``doctor`` and
 ``report`` read. What is recorded follows the settings: ``observability.record_ttft`` (TTFT and
 total), ``record_tokenize_ms`` (client tokenization, when a tokenizer is configured),
@@ -12,7 +12,7 @@ total), ``record_tokenize_ms`` (client tokenization, when a tokenizer is configu
 memory too, the last 10,000 of them, on :func:`instrumentation` (client).``records``; with
 ``observability.log_requests`` each request body as sent (never headers or keys) also goes to
 ``requests.jsonl`` beside them, one ``{"run_id", "index", "t_wall", "endpoint", "body"}``
-object a line (``doctor.requestlog`` reads it).
+object a line (``doctor.logged_bodies`` reads it).
 
 Server fields come from the ``/metrics`` delta between the scrape after the previous call and
 the one after this call, filled only when it is this call's alone: calls that overlapped get
@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ttftscope.config.schema import Settings, derive_metrics_url, same_origin
 from ttftscope.errors import TtftscopeError
-from ttftscope.records import ProbeRecord
+from ttftscope.records import RequestRecord
 from ttftscope.sdkinstrument.calls import (
     Call,
     CallTracker,
@@ -98,7 +98,7 @@ class Instrumentation:
         self._restore: list[Callable[[], None]] = []
 
     @property
-    def records(self) -> list[ProbeRecord]:
+    def records(self) -> list[RequestRecord]:
         """The latest records (at most 10,000), oldest first; :meth:`flush` first."""
         return list(self._worker.records)
 

@@ -73,7 +73,6 @@ from typing import Literal
 
 import tokenizers
 
-from ttftscope.tokenization.engines import Engines, HasHF, engines_for
 from ttftscope.tokenization.fastpath import shared_ints
 from ttftscope.tokenization.offsets import Unsure, convert, occurrences, plain
 from ttftscope.tokenization.shadow import ShadowChecks
@@ -86,6 +85,7 @@ from ttftscope.tokenization.textscan import (
     piece_start,
     word_start,
 )
+from ttftscope.tokenization.window_engines import Engines, HasHF, engines_for
 
 _PIECE_CAP = 512  # most tokens walked back to find a piece start
 # How the last call was served ("" before the first): nothing changed, a proven cut after an

@@ -10,7 +10,7 @@ from typing import Any
 
 import tokenizers
 
-from ttftscope.tokenization.engines import Engines
+from ttftscope.tokenization.window_engines import Engines
 
 
 class Unsure(Exception):

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ttftscope.doctor.rules.text import TextEvidence, text_findings
-from ttftscope.doctor.server import GatewayFacts
+from ttftscope.doctor.serverfacts import GatewayFacts
 from ttftscope.findings import Finding
 from ttftscope.localserver.model import model_dir
 from ttftscope.tokenization.loader import Tokenizer, load_tokenizer

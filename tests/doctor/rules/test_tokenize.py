@@ -7,7 +7,7 @@ from pathlib import Path
 from tests.report.fixtures import BenchDir, Parts, bench_records
 from ttftscope.doctor.rules.tokenize import fit_line, server_tokenization_findings
 from ttftscope.findings import Finding
-from ttftscope.records import ProbeRecord
+from ttftscope.records import RequestRecord
 from ttftscope.results.runs import load_runs
 
 # bench under concurrency: no request owns a histogram observation, records hold the client's
@@ -26,7 +26,7 @@ def _of(findings: list[Finding], fid: str) -> list[Finding]:
     return [f for f in findings if f.id == fid]
 
 
-def _client_only(records: list[ProbeRecord]) -> list[ProbeRecord]:
+def _client_only(records: list[RequestRecord]) -> list[RequestRecord]:
     return [r.model_copy(update=_CLIENT_ONLY) for r in records]
 
 

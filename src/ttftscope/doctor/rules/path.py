@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ttftscope.findings import Evidence, Finding
-from ttftscope.results.parts import breakdown, series_scope, split_series
+from ttftscope.results.parts import records_breakdown, series_scope, split_series
 from ttftscope.results.runs import Run
 
 __all__ = ["network_findings"]
@@ -50,7 +50,7 @@ def network_findings(runs: Sequence[Run]) -> list[Finding]:
         series = split_series(run)
         for s in [s for s in series if s.name not in _INSTRUMENTS] or series:
             where, records = series_scope(s)
-            found = breakdown(records)
+            found = records_breakdown(records)
             if found is None or found.ttft_ms < FAST_MS:
                 continue
             value, share = found.part("outside_server"), found.share("outside_server")

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ttftscope.doctor.server import ServerFacts
+from ttftscope.doctor.serverfacts import ServerFacts
 from ttftscope.errors import FailureKind
 from ttftscope.findings import Evidence, Finding
 from ttftscope.results.parts import (
-    breakdown,
     hit_rate,
     latency_samples,
+    records_breakdown,
     series_scope,
     split_series,
 )
@@ -198,7 +198,7 @@ def _prefill_finding(run: Run) -> Finding | None:
         where, scoped = series_scope(series)
         # a short prompt's fresh turn is most of it: a low hit rate there is expected
         records = [r for r in scoped if (r.prompt_tokens or r.context_tokens_target or 0) >= 1000]
-        found, rate = breakdown(records), hit_rate(records)
+        found, rate = records_breakdown(records), hit_rate(records)
         share = None if found is None else found.share("prefill")
         if found is None or rate is None or share is None or found.ttft_ms < FAST_MS:
             continue

@@ -14,13 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ttftscope.doctor.dynamic import common_prefix
-from ttftscope.doctor.prefix import PrefixDiff, pair_diffs
-from ttftscope.doctor.requestlog import (
-    RequestLog,
+from ttftscope.doctor.logged_bodies import (
+    LoggedBodies,
     read_request_log,
     token_ids,
 )
-from ttftscope.doctor.server import GatewayFacts
+from ttftscope.doctor.prefix import PrefixDiff, pair_diffs
+from ttftscope.doctor.serverfacts import GatewayFacts
 from ttftscope.doctor.textspeed import slow_path_facts
 from ttftscope.errors import TtftscopeError
 from ttftscope.findings import Evidence, Finding
@@ -42,9 +42,9 @@ class TextEvidence:
     block_size: int | None = None
     notes: list[str] = field(default_factory=list)
 
-    def read(self) -> list[tuple[Path, RequestLog]]:
+    def read(self) -> list[tuple[Path, LoggedBodies]]:
         """Each readable log; an unreadable one becomes a note."""
-        out: list[tuple[Path, RequestLog]] = []
+        out: list[tuple[Path, LoggedBodies]] = []
         for path in self.logs:
             try:
                 log = read_request_log(path)
@@ -68,7 +68,7 @@ def _dynamic_title(d: PrefixDiff, kinds: str) -> str:
 
 
 def _dynamic_finding(
-    path: Path, log: RequestLog, d: PrefixDiff, pair: tuple[int, int], bs: int, block_known: bool
+    path: Path, log: LoggedBodies, d: PrefixDiff, pair: tuple[int, int], bs: int, block_known: bool
 ) -> Finding:
     a, b = (log.lines[i] for i in pair)
     where = f"{path.name} lines {a} → {b}"
@@ -108,13 +108,13 @@ def _early(d: PrefixDiff) -> bool:
 
 
 def _first_early(
-    log: RequestLog, tok: Tokenizer | None
+    log: LoggedBodies, tok: Tokenizer | None
 ) -> tuple[PrefixDiff, tuple[int, int]] | None:
     """The first conversation pair whose prompts diverge early."""
     return next(((d, pair) for pair, d in pair_diffs(log.bodies, tok) if _early(d)), None)
 
 
-def dynamic_findings(ev: TextEvidence, logs: Sequence[tuple[Path, RequestLog]]) -> list[Finding]:
+def dynamic_findings(ev: TextEvidence, logs: Sequence[tuple[Path, LoggedBodies]]) -> list[Finding]:
     """The first early divergence of each log's conversations (one finding per log)."""
     bs = ev.block_size or DEFAULT_BLOCK
     out: list[Finding] = []
@@ -126,7 +126,7 @@ def dynamic_findings(ev: TextEvidence, logs: Sequence[tuple[Path, RequestLog]]) 
     return out
 
 
-def _inexact_in_log(path: Path, log: RequestLog, tok: Tokenizer, bs: int) -> list[Evidence]:
+def _inexact_in_log(path: Path, log: LoggedBodies, tok: Tokenizer, bs: int) -> list[Evidence]:
     bad = lost = 0
     out: list[Evidence] = []
     for body, line in zip(log.bodies, log.lines, strict=True):
@@ -160,7 +160,7 @@ def _gateway_evidence(gw: GatewayFacts) -> Evidence:
 
 
 def inexact_findings(
-    ev: TextEvidence, logs: Sequence[tuple[Path, RequestLog]], gw: GatewayFacts | None
+    ev: TextEvidence, logs: Sequence[tuple[Path, LoggedBodies]], gw: GatewayFacts | None
 ) -> list[Finding]:
     """Client ids that differ from an exact encode of their own text; gateway mismatches."""
     tok = ev.tokenizer
@@ -205,7 +205,9 @@ def _texts(body: Mapping[str, object]) -> list[str]:
     return out
 
 
-def non_ascii_findings(ev: TextEvidence, logs: Sequence[tuple[Path, RequestLog]]) -> list[Finding]:
+def non_ascii_findings(
+    ev: TextEvidence, logs: Sequence[tuple[Path, LoggedBodies]]
+) -> list[Finding]:
     """Non-NFC text, byte-fallback characters and a slow non-ASCII tokenization path."""
     facts: list[Evidence] = []
     non_nfc = 0

@@ -21,11 +21,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ttftscope.findings import Evidence, Finding
-from ttftscope.records import ProbeRecord
+from ttftscope.records import RequestRecord
 from ttftscope.results.parts import (
-    breakdown,
     hit_rate,
     latency_samples,
+    records_breakdown,
     split_series,
     summary_breakdown,
 )
@@ -92,12 +92,12 @@ def fit_line(xs: Sequence[float], ys: Sequence[float]) -> LineFit | None:
     return LineFit(slope, my - slope * mx, r2, n)
 
 
-def _tokens(r: ProbeRecord) -> float | None:
+def _tokens(r: RequestRecord) -> float | None:
     n = r.prompt_tokens or r.client_tokens or r.context_tokens_target
     return float(n) if n else None
 
 
-def _largest(records: Sequence[ProbeRecord]) -> list[ProbeRecord]:
+def _largest(records: Sequence[RequestRecord]) -> list[RequestRecord]:
     sized = [(t, r) for r in records if (t := _tokens(r)) is not None]
     if not sized:
         return list(records)
@@ -108,7 +108,7 @@ def _largest(records: Sequence[ProbeRecord]) -> list[ProbeRecord]:
 @dataclass(frozen=True)
 class _Series:
     name: str
-    records: list[ProbeRecord]
+    records: list[RequestRecord]
 
 
 def _series(run: Run) -> list[_Series]:
@@ -117,7 +117,7 @@ def _series(run: Run) -> list[_Series]:
     return [_Series(n, [r for r in samples if (r.target or r.variant) == n]) for n in names]
 
 
-def _fit(records: Sequence[ProbeRecord], part: str) -> LineFit | None:
+def _fit(records: Sequence[RequestRecord], part: str) -> LineFit | None:
     pts = [
         (t / 1000.0, v)
         for r in records
@@ -196,7 +196,7 @@ def _remedy(part: str) -> str:
 def _histogram_finding(run: Run) -> Finding | None:
     """A bench run without per-request server parts: its summaries' run-wide means."""
     series = split_series(run)
-    if run.kind != "bench" or any(breakdown(list(s.records)) is not None for s in series):
+    if run.kind != "bench" or any(records_breakdown(list(s.records)) is not None for s in series):
         return None
     found = summary_breakdown(run.bench_summaries)
     value = None if found is None else found.part("server_frontend")
