@@ -23,20 +23,8 @@ case "$(uname -m)" in
 esac
 [ "$(uname -s)" = Linux ] || fail "only Linux is set up here (found $(uname -s))"
 
-# ticker LABEL: elapsed time while npm runs (killed by the caller; ends with this shell)
-ticker() {
-  local t0=$SECONDS n=0 next=15
-  while kill -0 "$$" 2>/dev/null; do
-    sleep 1 </dev/null >/dev/null 2>&1
-    n=$((SECONDS - t0))
-    if [ -t 2 ]; then
-      printf '\r[agents] %s: %d s\033[K' "$1" "$n" >&2
-    elif [ "$n" -ge "$next" ]; then
-      printf '[agents] ... still %s, %d s\n' "$1" "$n" >&2
-      next=$((next + 15))
-    fi
-  done
-}
+# shellcheck source=scripts/_ticker.sh
+source "$(dirname "${BASH_SOURCE[0]}")/_ticker.sh"
 
 # answers BIN VERSION: the binary runs and reports the pinned version
 answers() {
@@ -47,20 +35,16 @@ answers() {
 # install NAME SPEC DEST: npm install SPEC into a scratch folder, then move it to DEST, so an
 # interrupted install never leaves a half-filled DEST behind
 install() {
-  local name=$1 spec=$2 dest=$3 log="$AGENTS/$1.log" rc=0 pid
+  local name=$1 spec=$2 dest=$3 log="$AGENTS/$1.log" rc=0
   command -v npm >/dev/null 2>&1 ||
     fail "npm not found (Node.js 18+ with npm is needed; Debian: apt-get install npm)"
   mkdir -p "$AGENTS"
   rm -rf "$dest.partial"
   say "installing $spec from the npm registry (~170 MB download, ~400 MB on disk, once); log: $log"
-  ticker "installing $spec" &
-  pid=$!
   # optional dependencies carry the native binaries: include them even where npm omits them
-  npm install --prefix "$dest.partial" --no-audit --no-fund --include=optional "$spec" \
-    >"$log" 2>&1 || rc=$?
-  kill "$pid" 2>/dev/null || true
-  wait "$pid" 2>/dev/null || true
-  if [ -t 2 ]; then printf '\r\033[K' >&2; fi
+  ticking agents "installing $spec" sh -c \
+    'npm install --prefix "$1" --no-audit --no-fund --include=optional "$2" >"$3" 2>&1' \
+    _ "$dest.partial" "$spec" "$log" || rc=$?
   if [ "$rc" -ne 0 ]; then
     tail -n 20 "$log" >&2
     rm -rf "$dest.partial"

@@ -4,7 +4,8 @@
 source "$(dirname "$0")/_venv.sh"
 echo "== ruff";  .venv/bin/ruff check src tests benchmarks
 echo "== ruff format"; .venv/bin/ruff format --check -q src tests benchmarks
-echo "== mypy (src and tests)";  .venv/bin/mypy
+echo "== mypy (src and tests; 1-3 min without a cache)"
+ticking test "mypy --strict over src and tests" .venv/bin/mypy
 echo "== import layers"
 layers=$(.venv/bin/lint-imports --no-cache 2>&1) || { echo "$layers"; exit 1; }
 echo "$layers" | tail -n 1
