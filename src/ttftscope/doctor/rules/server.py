@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ttftscope.doctor.rules.limits import queue_remedy
 from ttftscope.doctor.server import ServerFacts
 from ttftscope.errors import FailureKind
 from ttftscope.findings import Evidence, Finding
@@ -72,49 +73,45 @@ def _queue_facts(run: Run) -> tuple[list[str], float, float | None]:
     return facts, waited, mean_q
 
 
-def _spread(run: Run) -> tuple[float | None, float | None]:
-    ttfts = [r.client_ttft_ms for r in latency_samples(run.records, run.kind)]
-    return median(ttfts), percentile(ttfts, 99)
+def _spread(run: Run) -> list[str]:
+    """TTFT p99 over p50 per series, over the same requests as the report's row for it (a
+    probe's largest context, a bench target's whole run): never two targets in one figure."""
+    series = split_series(run)
+    out = []
+    for s in series:
+        where, records = series_scope(s)
+        ttfts = [r.client_ttft_ms for r in records]
+        p50, p99 = median(ttfts), percentile(ttfts, 99)
+        if p50 and p99:
+            name = f" ({s.name}{where})" if len(series) > 1 or where else ""
+            out.append(f"TTFT p99/p50{name} = {p99 / p50:.1f} ({p99:,.0f} / {p50:,.0f} ms)")
+    return out
 
 
-def _running_peak(run: Run) -> float | None:
-    running = [s.running for s in run.samples if s.ok and s.running is not None]
-    return max(running) if running else None
+def queue_findings(runs: Sequence[Run], limit: int | None = None) -> list[Finding]:
+    """Runs whose requests waited in the engine's queue for a significant part of the run.
 
-
-def _queue_remedy(run: Run) -> str:
-    peak = _running_peak(run)
-    waiting = max((s.waiting or 0 for s in run.samples if s.ok), default=0)
-    seqs = (
-        f"the server ran at most {peak:.0f} at once: if that is its --max-num-seqs and KV "
-        f"cache usage stayed below ~90%, start it with --max-num-seqs "
-        f"{int(peak + waiting)} or more; otherwise add a replica"
-        if peak
-        else "raise vLLM's --max-num-seqs (if KV cache usage has room) or add replicas"
-    )
-    return seqs + NOT_TOKENIZATION
-
-
-def queue_findings(runs: Sequence[Run]) -> list[Finding]:
-    """Runs whose requests waited in the engine's queue for a significant part of the run."""
+    ``limit`` is the server's ``--max-num-seqs`` where it could be read (``/server_info``).
+    """
     out: list[Finding] = []
     for run in runs:
         facts, waited, mean_q = _queue_facts(run)
-        p50, p99 = _spread(run)
+        measured = latency_samples(run.records, run.kind)
+        p50 = median(r.client_ttft_ms for r in measured)
         share = mean_q / p50 if mean_q is not None and p50 else None
         if waited < MIN_WAITED_SHARE and (share is None or share < MIN_QUEUE_SHARE):
             continue
-        if p50 and p99:
-            facts.append(f"TTFT p99/p50 = {p99 / p50:.1f} ({p99:.0f} / {p50:.0f} ms)")
+        facts += _spread(run)
         if mean_q is not None and share is not None:
-            facts.append(f"mean queue time {mean_q:.0f} ms = {share:.0%} of median TTFT")
+            every = " (every target's requests)" if len(split_series(run)) > 1 else ""
+            facts.append(f"mean queue time {mean_q:,.0f} ms = {share:.0%} of median TTFT{every}")
         out.append(
             Finding(
                 id="queueing",
                 severity="warning",
                 title=f"requests wait in the server's queue ({waited:.0%} of the run)",
                 evidence=[Evidence(fact=f, source=_where(run)) for f in facts],
-                remedy=_queue_remedy(run),
+                remedy=queue_remedy(run, limit) + NOT_TOKENIZATION,
                 saving_ms=None if mean_q is None else round(mean_q, 1),
             )
         )
