@@ -237,12 +237,22 @@ def _server_finding(run: Run, figures: ServerFigures) -> Finding | None:
     ]
     if saving is not None:
         facts.append(saving[1])
+    if figures.others >= 1:
+        facts.append(
+            f"its histograms also count {figures.others:,.0f} requests this run did not send"
+        )
     who = " + ".join(text) if mixed else figures.name
+    title = (
+        f"TTFT is {share:.0%} server front end (rendering + tokenization) "
+        f"({who}, run-wide server histograms)"
+        if saving is None
+        else f"TTFT of {who} is {saving[0]:,.0f} ms slower sent as text than as ids through "
+        "the gateway (measured over the whole run)"
+    )
     return Finding(
         id="tokenization-bound",
         severity="warning",
-        title=f"TTFT is {share:.0%} server front end (rendering + tokenization) "
-        f"({who}, run-wide server histograms)",
+        title=title,
         evidence=[Evidence(fact=f, source=_where(run)) for f in facts],
         remedy=_IDS_REMEDY if text else _GATEWAY_REMEDY,
         saving_ms=round(saving[0] if saving is not None else value, 1) if text else None,
