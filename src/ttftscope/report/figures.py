@@ -146,16 +146,16 @@ def _views(curves: Sequence[_Curve]) -> list[tuple[str, list[bool]]]:
 
 
 def _log_axis(low: float, high: float) -> dict[str, Any]:
-    """A log axis whose ticks are whole milliseconds (1, 2, 5 × 10ⁿ), each written out:
+    """A log axis whose ticks are whole milliseconds (1, 2, 3, 5 × 10ⁿ), each written out:
     plotly's own minor labels ("3" for 300) read as the wrong number.
 
     >>> _log_axis(30, 4000)["ticktext"]
-    ['20', '50', '100', '200', '500', '1,000', '2,000', '5,000']
+    ['20', '30', '50', '100', '200', '300', '500', '1,000', '2,000', '3,000', '5,000']
     """
     ticks = [
         m * 10**e
         for e in range(math.floor(math.log10(max(low, 1e-3))) - 1, math.ceil(math.log10(high)) + 1)
-        for m in (1, 2, 5)
+        for m in (1, 2, 3, 5)
     ]
     ticks = [t for t in ticks if low / 2 <= t <= high * 2]
     return {"type": "log", "tickvals": ticks, "ticktext": [f"{t:,.6g}" for t in ticks]}

@@ -13,10 +13,10 @@ from ttftscope.results.runs import Run, load_runs
 _QUEUED = Parts(queue=300.0)
 
 
-def _bench(tmp: Path, states: list[tuple[int, int]], sessions: int = 4) -> Run:
+def _bench(tmp: Path, states: list[tuple[int, int]], sessions: int = 4, kv: float = 0.4) -> Run:
     """A bench of ``sessions`` sessions whose sampler saw (running, waiting) in turn."""
     samples: list[dict[str, object]] = [
-        {"t_s": i * 0.25, "running": r, "waiting": w, "kv_cache_usage": 0.4, "targets": ["direct"]}
+        {"t_s": i * 0.25, "running": r, "waiting": w, "kv_cache_usage": kv, "targets": ["direct"]}
         for i, (r, w) in enumerate(states)
     ]
     recs = bench_records(12, _QUEUED, sessions=sessions)
@@ -37,7 +37,8 @@ def test_the_workloads_own_sessions_are_not_taken_for_the_servers_limit(tmp_path
     assert "--max-num-seqs 5" not in remedy and "start it with --max-num-seqs" not in remedy
     assert "4 is the workload's own concurrency, its 4 sessions" in remedy
     assert "fewer than the 4 it ran at other times" in remedy
-    assert "--max-num-batched-tokens" in remedy and "KV cache (usage peaked at 40%)" in remedy
+    assert "the KV cache had room (usage peaked at 40%)" in remedy
+    assert "the tokens per step (--max-num-batched-tokens) held them back" in remedy
 
 
 def test_a_server_at_its_limit_while_requests_wait_is_told_to_raise_it(tmp_path: Path) -> None:
@@ -57,6 +58,15 @@ def test_requests_held_below_a_known_limit_point_at_the_kv_cache(tmp_path: Path)
     remedy = _queue(run, limit=256).remedy
     assert "requests waited while 2 ran, below its --max-num-seqs 256" in remedy
     assert "start it with" not in remedy and "--max-num-batched-tokens" in remedy
+
+
+def test_a_full_kv_cache_is_named_as_what_held_requests(tmp_path: Path) -> None:
+    run = _bench(tmp_path, [(4, 0), (3, 1), (2, 0)] * 4, kv=0.95)
+    remedy = _queue(run).remedy
+    assert (
+        "a full KV cache (usage peaked at 95%)" in remedy and "--gpu-memory-utilization" in remedy
+    )
+    assert "--max-num-batched-tokens" not in remedy
 
 
 def test_without_samples_the_remedy_says_what_it_could_not_read() -> None:

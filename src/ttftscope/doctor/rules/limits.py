@@ -23,10 +23,27 @@ UNREAD = (
     "the server's --max-num-seqs could not be read (vLLM serves it only at /server_info, "
     "with VLLM_SERVER_DEV_MODE=1)"
 )
-_ELSE = (
-    "not --max-num-seqs but the KV cache{kv} or the tokens per step (--max-num-batched-tokens) "
-    "held them back: raise those (or --gpu-memory-utilization), or add a replica"
-)
+FULL_KV = 0.8  # KV cache usage from which a full cache, not the step's budget, holds requests
+
+
+def _held_back(kv_usage: float | None) -> str:
+    """What held requests back when it was not the sequence limit."""
+    if kv_usage is None:
+        return (
+            "not --max-num-seqs but the KV cache or the tokens per step "
+            "(--max-num-batched-tokens) held them back: raise those (or "
+            "--gpu-memory-utilization), or add a replica"
+        )
+    if kv_usage < FULL_KV:
+        return (
+            f"not --max-num-seqs, and the KV cache had room (usage peaked at {kv_usage:.0%}): "
+            "the tokens per step (--max-num-batched-tokens) held them back: raise it, or add "
+            "a replica"
+        )
+    return (
+        f"not --max-num-seqs but a full KV cache (usage peaked at {kv_usage:.0%}): give it "
+        "more space (--gpu-memory-utilization), or add a replica"
+    )
 
 
 @dataclass(frozen=True)
@@ -107,7 +124,9 @@ def queue_remedy(run: Run, limit: int | None) -> str:
     if limit is not None:
         where = f"its --max-num-seqs {limit} (from /server_info)"
         if seen is not None and seen < limit:
-            return f"requests waited while {seen:.0f} ran, below {where}: " + _ELSE.format(kv=kv)
+            return f"requests waited while {seen:.0f} ran, below {where}: " + _held_back(
+                c.peak_kv_usage
+            )
         return f"the server ran up to {where} at once while requests waited: {raise_seqs}"
     if seen is None or c.peak_running is None:
         return (
@@ -122,7 +141,7 @@ def queue_remedy(run: Run, limit: int | None) -> str:
             if c.held_below_peak
             else f"the server ran up to {c.peak_running:.0f} at once"
         )
-        return f"{lead}{own}: " + _ELSE.format(kv=kv)
+        return f"{lead}{own}: " + _held_back(c.peak_kv_usage)
     return (
         f"the server ran at most {c.peak_running:.0f} at once while requests waited: "
         f"if that is its --max-num-seqs ({UNREAD}), {raise_seqs}"
