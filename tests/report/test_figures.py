@@ -15,7 +15,9 @@ from tests.report.fixtures import (
     write_mixed_dirs,
     write_probe_dir,
 )
-from ttftscope.report.figures import page_of, parts_bars, report_plots, ttft_cdf
+from ttftscope.report.cdf import ttft_cdf
+from ttftscope.report.figures import parts_bars, report_plots
+from ttftscope.report.style import page_of
 from ttftscope.report.timeplots import queue_figure
 from ttftscope.results.runs import Run, load_runs
 

@@ -8,7 +8,6 @@ like (a colour per series on the whole page, runs told apart by marker) is ``rep
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -17,14 +16,15 @@ from typing import Any
 import plotly.graph_objects as go  # type: ignore[import-untyped, unused-ignore]
 from plotly.subplots import make_subplots  # type: ignore[import-untyped, unused-ignore]
 
+from ttftscope.report.cdf import ttft_cdf
 from ttftscope.report.style import (
     HEIGHT,
     PART_COLOURS,
-    Palette,
+    Page,
     empty,
     layout,
+    page_of,
     plain,
-    run_dash,
     run_symbol,
 )
 from ttftscope.report.timeplots import hit_rate_figure, queue_figure
@@ -41,15 +41,7 @@ from ttftscope.results.parts import (
 from ttftscope.results.runs import Run
 from ttftscope.results.servers import server_figures
 
-__all__ = [
-    "Page",
-    "Plot",
-    "page_of",
-    "parts_bars",
-    "report_plots",
-    "tokenization_scatter",
-    "ttft_cdf",
-]
+__all__ = ["Plot", "parts_bars", "report_plots", "tokenization_scatter"]
 
 WHOLE_RUN = "whole run"
 
@@ -63,163 +55,6 @@ class Plot:
     caption: str
     figure: Any  # plotly.graph_objects.Figure (untyped)
     wide: bool = False  # spans the page's width
-
-
-@dataclass(frozen=True)
-class Page:
-    """What every figure of one page shares: its runs, their series and the series' colours."""
-
-    runs: tuple[Run, ...]
-    series: tuple[Series, ...]
-    palette: Palette
-
-    @property
-    def many(self) -> bool:
-        """Whether the page shows several runs (then each is named once, not per label)."""
-        return len(self.runs) > 1
-
-    def marks(self, run: Run) -> dict[str, Any]:
-        """A run's legend group (titled with its label once) when the page has several."""
-        if not self.many:
-            return {}
-        return {"legendgroup": run.key, "legendgrouptitle_text": plain(run.label)}
-
-    def index(self, run: Run) -> int:
-        """The run's position on the page (its marker and dash)."""
-        return next((i for i, r in enumerate(self.runs) if r.key == run.key), 0)
-
-
-def page_of(runs: Sequence[Run]) -> Page:
-    """The runs, their series, and a colour for every series name, in reading order.
-
-    >>> page_of([]).many
-    False
-    """
-    series = tuple(s for run in runs for s in split_series(run))
-    return Page(tuple(runs), series, Palette(dict.fromkeys(s.name for s in series)))
-
-
-@dataclass(frozen=True)
-class _Curve:
-    series: Series
-    key: int | None  # a probe's context bucket; None: a bench's whole run
-    size: str
-    ttfts: list[float]
-
-    @property
-    def name(self) -> str:
-        return plain(self.series.name + (f", {self.size}" if self.key is not None else ""))
-
-
-def _curves(page: Page) -> list[_Curve]:
-    out = []
-    for s in page.series:
-        buckets = Buckets.for_records(s.records)
-        keys = sorted({buckets.key(r) for r in s.records}) if s.run.kind == "probe" else [None]
-        for key in keys:
-            mine = [r for r in s.records if key is None or buckets.key(r) == key]
-            ttfts = sorted(r.client_ttft_ms for r in mine if r.client_ttft_ms is not None)
-            if ttfts:
-                size = buckets.label(key) if key is not None else ""
-                out.append(_Curve(s, key, size, ttfts))
-    return out
-
-
-def _views(curves: Sequence[_Curve]) -> list[tuple[str, list[bool]]]:
-    """(button label, which curves show): each run's largest context first, then each size,
-    then every curve; a page with one context size needs no buttons."""
-    top: dict[str, int] = {}
-    for c in curves:
-        if c.key is not None:
-            top[c.series.run.key] = max(c.key, top.get(c.series.run.key, c.key))
-    sizes = sorted({(c.key, c.size) for c in curves if c.key is not None})
-    largest = [c.key is None or c.key == top[c.series.run.key] for c in curves]
-    if len(sizes) < 2:
-        return [("", largest)]
-    common = len(set(top.values())) == 1
-    first = f"{sizes[-1][1]} (largest)" if common else "each run's largest context"
-    views = [(first, largest)]
-    for key, label in sizes[:-1] if common else sizes:
-        views.append((label, [c.key is None or c.key == key for c in curves]))
-    views.append(("every context size", [True] * len(curves)))
-    return views
-
-
-def _log_axis(low: float, high: float) -> dict[str, Any]:
-    """A log axis whose ticks are whole milliseconds (1, 2, 3, 5 × 10ⁿ), each written out:
-    plotly's own minor labels ("3" for 300) read as the wrong number.
-
-    >>> _log_axis(30, 4000)["ticktext"]
-    ['20', '30', '50', '100', '200', '300', '500', '1,000', '2,000', '3,000', '5,000']
-    """
-    ticks = [
-        m * 10**e
-        for e in range(math.floor(math.log10(max(low, 1e-3))) - 1, math.ceil(math.log10(high)) + 1)
-        for m in (1, 2, 3, 5)
-    ]
-    ticks = [t for t in ticks if low / 2 <= t <= high * 2]
-    return {"type": "log", "tickvals": ticks, "ticktext": [f"{t:,.6g}" for t in ticks]}
-
-
-def ttft_cdf(page: Page) -> Any:
-    """Share of requests at or under each TTFT: one curve per series at its run's largest
-    context (a probe's other sizes one click away), a bench's target over its whole run.
-
-    >>> ttft_cdf(page_of([])).layout.yaxis.tickformat
-    '.0%'
-    """
-    fig = go.Figure()
-    curves = _curves(page)
-    views = _views(curves)
-    for c, shown in zip(curves, views[0][1], strict=True):
-        run = page.index(c.series.run)
-        colour = page.palette.colour(c.series.name)
-        fig.add_trace(
-            go.Scatter(
-                x=c.ttfts,
-                y=[(i + 1) / len(c.ttfts) for i in range(len(c.ttfts))],
-                name=c.name,
-                mode="lines+markers",
-                line={"shape": "hv", "color": colour, "dash": run_dash(run)},
-                marker={"symbol": run_symbol(run), "size": 6, "color": colour},
-                visible=shown,
-                **page.marks(c.series.run),
-            )
-        )
-    values = [v for c in curves for v in c.ttfts]
-    wide = bool(values) and max(values) > 20 * max(min(values), 1e-3)
-    fig = layout(
-        fig,
-        x="TTFT (ms, client)",
-        y="requests at or under",
-        yaxis={"tickformat": ".0%", "range": [0, 1.02]},
-        xaxis=_log_axis(min(values), max(values)) if wide else {"type": "linear"},
-        legend="right",
-    )
-    if len(views) > 1:  # above the plot, left: the legend is on the right
-        buttons = [
-            {"label": label, "method": "restyle", "args": [{"visible": shown}]}
-            for label, shown in views
-        ]
-        fig.update_layout(
-            updatemenus=[
-                {
-                    "type": "dropdown",
-                    "buttons": buttons,
-                    "active": 0,
-                    "x": 0,
-                    "xanchor": "left",
-                    "y": 1.02,
-                    "yanchor": "bottom",
-                    "bgcolor": "#ffffff",
-                    "bordercolor": "#d0d7de",
-                    "font": {"size": 12},
-                    "pad": {"l": 0, "t": 0, "b": 0, "r": 0},
-                }
-            ],
-            margin_t=48,
-        )
-    return empty(fig, "no successful request to plot")
 
 
 @dataclass(frozen=True)
@@ -250,7 +85,7 @@ def _bars(run: Run, series: Sequence[Series]) -> list[_Bar]:
     return sorted(out, key=lambda b: b.order)
 
 
-def _bar_traces(bars: Sequence[_Bar], flat: bool, seen: set[str]) -> list[Any]:
+def _bar_traces(bars: Sequence[_Bar], flat: bool, seen: set[str], ttft: str) -> list[Any]:
     cats = [[b.bucket for b in bars], [b.name for b in bars]]
 
     def xy(values: list[float | None]) -> dict[str, Any]:
@@ -275,7 +110,7 @@ def _bar_traces(bars: Sequence[_Bar], flat: bool, seen: set[str]) -> list[Any]:
     traces.append(
         go.Scatter(
             **xy([b.found.ttft_ms for b in bars]),
-            name="TTFT (median; mean for histograms)",
+            name=ttft,
             legendgroup="ttft",
             showlegend="ttft" not in seen,
             mode="markers",
@@ -296,18 +131,26 @@ def parts_bars(page: Page) -> Any:
     0
     """
     rows = [(run, bars) for run in page.runs if (bars := _bars(run, split_series(run)))]
-    axis = "ms (medians, part by part)"
-    seen: set[str] = set()
-    if not page.many or len(rows) < 2:
-        fig = go.Figure()
-        flat = not page.many
-        for _, bars in rows:
-            fig.add_traces(_bar_traces(bars, flat, seen))
-        fig = layout(fig, x="" if flat else axis, y=axis if flat else "", barmode="stack")
-        if not flat and rows:
-            fig.update_layout(height=max(HEIGHT, 150 + 26 * len(rows[0][1])))
-            fig.update_yaxes(autorange="reversed")
-        return empty(fig, "no request with the server's breakdown")
+    medians = all(b.found.stat == "median" for _, bars in rows for b in bars)
+    axis = (
+        "ms (medians, part by part)" if medians else "ms (medians part by part; whole run: means)"
+    )
+    ttft = "TTFT (median)" if medians else "TTFT (median; whole run: mean)"
+    if page.many and len(rows) > 1:
+        return _run_rows(rows, axis, ttft)
+    fig = go.Figure()
+    flat, seen = not page.many, set[str]()
+    for _, bars in rows:
+        fig.add_traces(_bar_traces(bars, flat, seen, ttft))
+    fig = layout(fig, x="" if flat else axis, y=axis if flat else "", barmode="stack")
+    if not flat and rows:
+        fig.update_layout(height=max(HEIGHT, 150 + 26 * len(rows[0][1])))
+        fig.update_yaxes(autorange="reversed")
+    return empty(fig, "no request with the server's breakdown")
+
+
+def _run_rows(rows: Sequence[tuple[Run, list[_Bar]]], axis: str, ttft: str) -> Any:
+    """Several runs' bars: a row each, titled with the run's label once, on one ms axis."""
     counts = [len(bars) for _, bars in rows]
     height = 120 + 28 * sum(counts) + 56 * len(rows)
     fig = make_subplots(
@@ -318,8 +161,9 @@ def parts_bars(page: Page) -> Any:
         vertical_spacing=min(56 / height, 0.3 / len(rows)),
         subplot_titles=[plain(run.label) for run, _ in rows],
     )
+    seen: set[str] = set()
     for i, (_, bars) in enumerate(rows, start=1):
-        fig.add_traces(_bar_traces(bars, False, seen), rows=i, cols=1)
+        fig.add_traces(_bar_traces(bars, False, seen, ttft), rows=i, cols=1)
     fig = layout(fig, x="", y="", barmode="stack", legend="right")
     fig.update_xaxes(title_text=axis, row=len(rows), col=1)
     fig.update_yaxes(autorange="reversed")

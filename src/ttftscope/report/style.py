@@ -1,5 +1,6 @@
 """How the report's figures look: one colour per series in every plot, legends that never sit
-on an axis title, runs told apart by marker and dash rather than by a repeated run id.
+on an axis title, runs told apart by marker and dash rather than by a repeated run id; and
+what every figure of one page shares (:class:`Page`: its runs, series and colours).
 
 A series keeps its colour across the page (``chat`` is the same blue in the CDF, the
 timelines and the scatter): the variants and targets ttftscope sends are fixed, any other
@@ -11,8 +12,12 @@ their legend group or subplot.
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
+
+from ttftscope.results.parts import Series, split_series
+from ttftscope.results.runs import Run
 
 # Okabe–Ito: told apart with the common colour-vision deficiencies, none of them a part's colour
 SERIES_COLOURS = {
@@ -109,3 +114,37 @@ def empty(fig: Any, why: str) -> Any:
     if not fig.data:
         fig.add_annotation(text=why, showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5)
     return fig
+
+
+@dataclass(frozen=True)
+class Page:
+    """What every figure of one page shares: its runs, their series and the series' colours."""
+
+    runs: tuple[Run, ...]
+    series: tuple[Series, ...]
+    palette: Palette
+
+    @property
+    def many(self) -> bool:
+        """Whether the page shows several runs (then each is named once, not per label)."""
+        return len(self.runs) > 1
+
+    def marks(self, run: Run) -> dict[str, Any]:
+        """A run's legend group (titled with its label once) when the page has several."""
+        if not self.many:
+            return {}
+        return {"legendgroup": run.key, "legendgrouptitle_text": plain(run.label)}
+
+    def index(self, run: Run) -> int:
+        """The run's position on the page (its marker and dash)."""
+        return next((i for i, r in enumerate(self.runs) if r.key == run.key), 0)
+
+
+def page_of(runs: Sequence[Run]) -> Page:
+    """The runs, their series, and a colour for every series name, in reading order.
+
+    >>> page_of([]).many
+    False
+    """
+    series = tuple(s for run in runs for s in split_series(run))
+    return Page(tuple(runs), series, Palette(dict.fromkeys(s.name for s in series)))

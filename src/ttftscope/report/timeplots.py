@@ -22,6 +22,20 @@ __all__ = ["hit_rate_figure", "queue_figure"]
 _ROW_PX = 190  # height of one run's row when several are stacked
 
 
+def _frame(runs: Sequence[Run]) -> tuple[int, Any]:
+    """The figure's height and the figure: a row per run when there are several."""
+    if len(runs) < 2:
+        return HEIGHT, go.Figure()
+    height = 110 + _ROW_PX * len(runs)
+    fig = make_subplots(
+        rows=len(runs),
+        cols=1,
+        vertical_spacing=min(64 / height, 0.3 / len(runs)),
+        subplot_titles=[plain(run.label) for run in runs],
+    )
+    return height, fig
+
+
 def _figure(
     runs: Sequence[Run],
     lines_of: Callable[[Run], list[Timeline]],
@@ -31,16 +45,7 @@ def _figure(
 ) -> Any:
     rows = [(run, lines) for run in runs if (lines := lines_of(run))]
     stacked = len(rows) > 1
-    if stacked:
-        height = 110 + _ROW_PX * len(rows)
-        fig = make_subplots(
-            rows=len(rows),
-            cols=1,
-            vertical_spacing=min(64 / height, 0.3 / len(rows)),
-            subplot_titles=[plain(run.label) for run, _ in rows],
-        )
-    else:
-        height, fig = HEIGHT, go.Figure()
+    height, fig = _frame([run for run, _ in rows])
     named: set[str] = set()
     sources: set[str] = set()
     for i, (_, lines) in enumerate(rows, start=1):
