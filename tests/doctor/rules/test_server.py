@@ -77,3 +77,15 @@ def test_queue_spread_is_per_target_and_matches_the_reports_rows(tmp_path: Path)
     table = runs_table(runs)
     assert "<td>direct</td><td>bench</td><td>10</td><td>842</td>" in table
     assert "<td>844</td>" in table and "<td>344</td>" in table
+
+
+def test_a_cold_cache_is_judged_per_target_not_averaged_away(tmp_path: Path) -> None:
+    # direct's server has caching off, the gateway's has it on: together they average 0.45
+    cold = bench_records(10, Parts(hit_rate=0.0), targets=("direct",))
+    warm = bench_records(10, Parts(hit_rate=0.9), targets=("gateway",))
+    BenchDir(records=cold + warm, summary={"run_id": "b"}).write(tmp_path)
+    (f,) = _of(_cache(tmp_path), "prefix-cache-off")
+    assert f.title == "repeated prefixes hit the cache 0% of the time (direct)"
+    assert [e.fact for e in f.evidence] == [
+        "direct: warm requests that repeat a context hit 0.00 of their tokens"
+    ]

@@ -170,16 +170,22 @@ def _off(facts: ServerFacts) -> Finding:
     )
 
 
-def _cold(run: Run, rate: float) -> Finding:
+def _cold(run: Run, rates: dict[str, float], several: bool) -> Finding:
+    """Series whose repeated prefixes missed the cache, each with its own rate: a target on
+    a server with caching off is not averaged away by one that has it on."""
+    worst = max(rates.values())
+    named = f" ({', '.join(rates)})" if several else ""
     return Finding(
         id="prefix-cache-off",
         severity="warning",
-        title=f"repeated prefixes hit the cache {rate:.0%} of the time",
+        title=f"repeated prefixes hit the cache {worst:.0%} of the time{named}",
         evidence=[
             Evidence(
-                fact=f"warm requests that repeat a context hit {rate:.2f} of their tokens",
+                fact=f"{name + ': ' if several else ''}warm requests that repeat a context hit "
+                f"{rate:.2f} of their tokens",
                 source=_where(run),
             )
+            for name, rate in rates.items()
         ],
         remedy=(
             "check that prefix caching is on (--enable-prefix-caching), that the prompt "
@@ -187,6 +193,20 @@ def _cold(run: Run, rate: float) -> Finding:
             "evicting between turns (raise --gpu-memory-utilization or KV cache space)"
         ),
     )
+
+
+def _cold_rates(run: Run) -> tuple[dict[str, float], bool]:
+    """Each series' hit rate over its warm requests of 1,000 tokens or more, where it is
+    below :data:`COLD_HIT_RATE`; and whether the run has several series."""
+    series = split_series(run)
+    out = {}
+    for s in series:
+        rate = hit_rate(
+            r for r in s.records if (r.prompt_tokens or r.context_tokens_target) >= 1000
+        )
+        if rate is not None and rate < COLD_HIT_RATE:
+            out[s.name] = rate
+    return out, len(series) > 1
 
 
 def _prefill_finding(run: Run) -> Finding | None:
@@ -230,14 +250,9 @@ def cache_findings(runs: Sequence[Run], live: ServerFacts | None) -> list[Findin
         return [_off(live)]
     out: list[Finding] = []
     for run in runs:
-        warm = [
-            r
-            for r in latency_samples(run.records, run.kind)
-            if (r.prompt_tokens or r.context_tokens_target or 0) >= 1000
-        ]
-        rate = hit_rate(warm)
-        if rate is not None and rate < COLD_HIT_RATE:
-            out.append(_cold(run, rate))
+        rates, several = _cold_rates(run)
+        if rates:
+            out.append(_cold(run, rates, several))
         elif (missed := _prefill_finding(run)) is not None:
             out.append(missed)
     return out
