@@ -105,6 +105,14 @@ def test_queueing_names_the_share_the_running_count_and_says_not_tokenization(
     assert q.saving_ms == 300.0
 
 
+def test_the_queue_remedy_uses_the_live_servers_own_limit(tmp_path: Path) -> None:
+    server = ServerFacts(source="http://h/metrics", engine="vllm-v1", max_num_seqs=2)
+    d = _diagnose([_queued_bench(tmp_path, 3)], tmp_path, Live(server=server))
+    (q,) = [f for f in d.findings if f.id == "queueing"]
+    assert "its --max-num-seqs 2 (from /server_info)" in q.remedy
+    assert "--max-num-seqs 5 or more" in q.remedy and "could not be read" not in q.remedy
+
+
 def test_no_queue_no_queue_finding(tmp_path: Path) -> None:
     assert "queueing" not in _ids(_diagnose([_queued_bench(tmp_path, 0)], tmp_path))
 

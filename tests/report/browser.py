@@ -28,15 +28,37 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-# per plot: traces plotly holds, SVG roots, drawn trace groups, drawn marks (lines, points, bars)
-_PLOTS_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).map(el => ({
-  id: el.id,
-  traces: (el.data || []).length,
-  svgs: el.querySelectorAll('svg.main-svg').length,
-  drawn: el.querySelectorAll('.scatterlayer .trace, .barlayer .trace').length,
-  marks: el.querySelectorAll(
-    '.scatterlayer path.js-line, .scatterlayer path.point, .barlayer path').length,
-}))"""
+# per plot: traces plotly holds, SVG roots, drawn trace groups, drawn marks (lines, points,
+# bars), and which labels a reader would see drawn over each other: the legend, the menu, axis
+# titles and subplot titles, compared by the boxes the browser laid them out in
+_PLOTS_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).map(el => {
+  const boxes = [];
+  const add = (sel, what) => el.querySelectorAll(sel).forEach((n, i) => {
+    const r = n.getBoundingClientRect();
+    if (r.width > 0 && r.height > 0) boxes.push({what: `${what}${i}`, r});
+  });
+  add('g.legend', 'legend');
+  add('g.updatemenu-container', 'menu');
+  add('g.infolayer [class^="g-x"][class$="title"] text', 'x-title');
+  add('g.infolayer [class^="g-y"][class$="title"] text', 'y-title');
+  add('g.annotation', 'subplot-title');
+  const hit = (a, b) => a.left < b.right - 1 && b.left < a.right - 1 &&
+    a.top < b.bottom - 1 && b.top < a.bottom - 1;
+  const overlaps = [];
+  boxes.forEach((a, i) => boxes.slice(i + 1).forEach(b => {
+    if (hit(a.r, b.r)) overlaps.push(`${a.what} × ${b.what}`);
+  }));
+  return {
+    id: el.id,
+    traces: (el.data || []).length,
+    shown: (el.data || []).filter(t => t.visible !== false).length,
+    svgs: el.querySelectorAll('svg.main-svg').length,
+    drawn: el.querySelectorAll('.scatterlayer .trace, .barlayer .trace').length,
+    marks: el.querySelectorAll(
+      '.scatterlayer path.js-line, .scatterlayer path.point, .barlayer path').length,
+    overlaps,
+  };
+})"""
 _READY_JS = """(n) => {
   const plots = document.querySelectorAll('.js-plotly-plot');
   return plots.length >= n && Array.from(plots).every(p => p.querySelector('svg.main-svg'));
@@ -49,9 +71,11 @@ class PlotState:
 
     id: str
     traces: int
+    shown: int  # traces drawn before any click (the rest behind the legend or a menu)
     svgs: int
     drawn: int
     marks: int
+    overlaps: list[str]  # labels drawn over each other ("legend0 × x-title0")
 
     @property
     def has_data(self) -> bool:

@@ -7,7 +7,7 @@ from typing import Any
 
 from rich.console import Console
 
-from ttftscope.report.terminal import FOOTNOTE, ab_lines, print_probe_summary
+from ttftscope.report.terminal import FOOTNOTE, ab_lines, footnotes, print_probe_summary
 
 
 def _group(size: int, variant: str, ttft: float) -> dict[str, Any]:
@@ -50,10 +50,10 @@ SUMMARY: dict[str, Any] = {
 }
 
 
-def _render(width: int, **kw: bool) -> str:
+def _render(width: int, summary: dict[str, Any] = SUMMARY, **kw: bool) -> str:
     out = io.StringIO()
     console = Console(file=out, width=width, force_terminal=True, color_system=None)
-    print_probe_summary(SUMMARY, console, **kw)
+    print_probe_summary(summary, console, **kw)
     return out.getvalue()
 
 
@@ -76,3 +76,21 @@ def test_footnote_and_ab_line_are_printed() -> None:
     assert " ".join(FOOTNOTE.split()) in text
     assert ab_lines(SUMMARY["ab"])[0] in text
     assert "123,000 tokens" in ab_lines(SUMMARY["ab"])[0]
+
+
+def test_the_context_zero_note_prints_only_when_a_context_zero_row_ran() -> None:
+    with_zero = " ".join(_render(80).split())
+    assert "Context 0 has no synthetic context: the chat rows" in with_zero
+    # text and ids at context 0 send one fresh turn alone: the note says why nothing hits
+    assert "At context 0 text and ids send a fresh" in with_zero
+    without = {**SUMMARY, "groups": [g for g in SUMMARY["groups"] if g["context_tokens"]]}
+    text = " ".join(_render(80, without).split())
+    assert " ".join(FOOTNOTE.split()) in text
+    assert "Context 0" not in text and "context 0" not in text
+
+
+def test_the_context_zero_note_names_only_the_rows_that_ran() -> None:
+    chat_only = footnotes([{"context_tokens": 0, "variant": "chat"}])
+    assert len(chat_only) == 2 and "text and ids" not in " ".join(chat_only)
+    paths = footnotes([{"context_tokens": 0, "variant": v} for v in ("direct", "gateway")])
+    assert "the direct/gateway rows" in paths[1]

@@ -10,10 +10,10 @@ import pytest
 from tests.report.fixtures import Parts, bench_records, probe_records, record, write_probe_dir
 from ttftscope.results.parts import (
     Buckets,
-    records_breakdown,
     hit_rate,
     largest_bucket,
     latency_samples,
+    records_breakdown,
     split_series,
     summary_breakdown,
 )

@@ -86,14 +86,16 @@ def _run_notes(run: Run) -> list[str]:
     return []
 
 
-def _without_contradiction(run: Run, notes: list[str]) -> tuple[list[Finding], list[Finding]]:
+def _without_contradiction(
+    run: Run, notes: list[str], limit: int | None
+) -> tuple[list[Finding], list[Finding]]:
     """A run's queueing and server front-end findings, made to agree.
 
     Under load the front end also holds waiting inside the API server, so beside a queue it
     is not called tokenization, unless ids measurably saved TTFT in this run: then both
     stand, and the queue's remedy no longer says ids will not help.
     """
-    queued = queue_findings([run])
+    queued = queue_findings([run], limit)
     front = server_tokenization_findings(run)
     if not (queued and front):
         return queued, front
@@ -119,8 +121,9 @@ def diagnose_runs(
     """
     findings: list[Finding] = []
     notes: list[str] = []
+    limit = server.max_num_seqs if server is not None else None
     for run in runs:
-        queued, front = _without_contradiction(run, notes)
+        queued, front = _without_contradiction(run, notes, limit)
         findings += [*front, *client_tokenization_findings(run), *queued]
         notes += _run_notes(run)
     findings += [

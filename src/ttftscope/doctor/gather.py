@@ -7,6 +7,7 @@ Nothing here judges; it collects, and says in ``notes`` what it could not collec
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,8 +15,15 @@ from pathlib import Path
 import httpx
 
 from ttftscope.client.endpoint import Endpoint
+from ttftscope.client.http_json import call_json
 from ttftscope.config.loader import LoadedSettings
-from ttftscope.doctor.serverfacts import GatewayFacts, ServerFacts, gateway_facts, server_facts
+from ttftscope.doctor.serverfacts import (
+    GatewayFacts,
+    ServerFacts,
+    gateway_facts,
+    max_num_seqs,
+    server_facts,
+)
 from ttftscope.errors import TtftscopeError
 from ttftscope.metrics.scrape import ascrape
 from ttftscope.results.runs import Run, load_runs
@@ -128,6 +136,30 @@ async def _server(ep: Endpoint, live: Live, client: httpx.AsyncClient) -> None:
         return
     live.server = server_facts(snap, ep.metrics_url)
     live.checked.append(f"server metrics ({ep.metrics_url})")
+    seqs = await _max_num_seqs(ep, client)
+    if seqs is not None:
+        live.server = dataclasses.replace(live.server, max_num_seqs=seqs)
+        live.checked.append(f"the server's --max-num-seqs ({ep.root}/server_info)")
+
+
+async def _max_num_seqs(ep: Endpoint, client: httpx.AsyncClient) -> int | None:
+    """The server's ``--max-num-seqs`` from vLLM's ``/server_info``, if it serves one.
+
+    Only a server started with ``VLLM_SERVER_DEV_MODE=1`` does; elsewhere it is a 404, and
+    the queue's remedy says the limit could not be read.
+    """
+    try:
+        _, data = await call_json(
+            client,
+            "GET",
+            f"{ep.root}/server_info?config_format=json",
+            api_key=ep.api_key,
+            timeout_s=min(ep.timeout_s, 5.0),
+            headers=ep.headers,
+        )
+    except TtftscopeError:
+        return None
+    return max_num_seqs(data)
 
 
 async def _models(ep: Endpoint, live: Live, client: httpx.AsyncClient) -> None:

@@ -1,8 +1,10 @@
 """What a server's ``/metrics`` says about itself, for the doctor: cache config, queue, models.
 
 vLLM publishes its cache configuration as labels of ``vllm:cache_config_info`` (a gauge of
-1): ``enable_prefix_caching`` and ``block_size`` are what the findings need. The gateway's
-own metrics (``ttftscope_``) carry its exactness checks and pass-throughs.
+1): ``enable_prefix_caching`` and ``block_size`` are what the findings need. Its scheduler's
+``max_num_seqs`` is not in ``/metrics`` (vLLM 0.32); ``/server_info`` has it, served only
+with ``VLLM_SERVER_DEV_MODE=1`` (:func:`max_num_seqs`). The gateway's own metrics
+(``ttftscope_``) carry its exactness checks and pass-throughs.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from dataclasses import dataclass, field
 from ttftscope.metrics.names import Reader, detect_engine
 from ttftscope.metrics.prom import SampleView
 
-__all__ = ["GatewayFacts", "ServerFacts", "gateway_facts", "server_facts"]
+__all__ = ["GatewayFacts", "ServerFacts", "gateway_facts", "max_num_seqs", "server_facts"]
 
 _CACHE_INFO = "vllm:cache_config_info"
 
@@ -36,6 +38,23 @@ class ServerFacts:
     waiting: float | None = None
     prefix_hits: float | None = None
     prefix_queries: float | None = None
+    max_num_seqs: int | None = None  # from /server_info, when the server serves it
+
+
+def max_num_seqs(server_info: object) -> int | None:
+    """``vllm_config.scheduler_config.max_num_seqs`` of vLLM's ``/server_info`` (JSON format).
+
+    >>> max_num_seqs({"vllm_config": {"scheduler_config": {"max_num_seqs": 256}}})
+    256
+    >>> max_num_seqs({"vllm_config": "VllmConfig(...)"}) is None  # the text format
+    True
+    """
+    node = server_info
+    for key in ("vllm_config", "scheduler_config", "max_num_seqs"):
+        if not isinstance(node, dict):
+            return None
+        node = node.get(key)
+    return node if isinstance(node, int) and not isinstance(node, bool) and node > 0 else None
 
 
 def _label(view: SampleView, name: str, label: str) -> str | None:

@@ -2,20 +2,32 @@
 
 Every figure is built from the same series and breakdowns (``results.parts``) the doctor's rules
 judge, so a plot and a finding never disagree. A figure without data still renders, with a note
-saying what was missing, so the page keeps its shape for any result directory.
+saying what was missing, so the page keeps its shape for any result directory. What they look
+like (a colour per series on the whole page, runs told apart by marker) is ``report.style``'s.
 """
 
 from __future__ import annotations
 
-import html
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-# plotly ships no type information; these two names are all the report uses of it
+# plotly ships no type information; these names are all the report uses of it
 import plotly.graph_objects as go  # type: ignore[import-untyped, unused-ignore]
+from plotly.subplots import make_subplots  # type: ignore[import-untyped, unused-ignore]
 
-from ttftscope.report.timeline import Timeline, hit_rate_timelines, queue_timelines
+from ttftscope.report.cdf import ttft_cdf
+from ttftscope.report.style import (
+    HEIGHT,
+    PART_COLOURS,
+    Page,
+    empty,
+    layout,
+    page_of,
+    plain,
+    run_symbol,
+)
+from ttftscope.report.timeplots import hit_rate_figure, queue_figure
 from ttftscope.results.parts import (
     PART_LABELS,
     PARTS,
@@ -25,19 +37,13 @@ from ttftscope.results.parts import (
     part_ms,
     records_breakdown,
     split_series,
-    summary_breakdown,
 )
 from ttftscope.results.runs import Run
+from ttftscope.results.servers import server_figures
 
-PART_COLOURS = {
-    "client_tokenize": "#8c6bb1",
-    "outside_server": "#9e9e9e",
-    "server_frontend": "#e6550d",
-    "queue": "#d62728",
-    "prefill": "#3182bd",
-}
-FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, 'DejaVu Sans', sans-serif"
-_HEIGHT = 400
+__all__ = ["Plot", "parts_bars", "report_plots", "tokenization_scatter"]
+
+WHOLE_RUN = "whole run"
 
 
 @dataclass(frozen=True)
@@ -51,189 +57,129 @@ class Plot:
     wide: bool = False  # spans the page's width
 
 
-def _layout(fig: Any, *, x: str, y: str, **axes: Any) -> Any:
-    fig.update_layout(
-        template="plotly_white",
-        height=_HEIGHT,
-        margin={"l": 60, "r": 20, "t": 30, "b": 60},
-        font={"family": FONT, "size": 13},
-        legend={"orientation": "h", "yanchor": "top", "y": -0.24, "x": 0},
-        xaxis_title=x,
-        yaxis_title=y,
-        **axes,
-    )
-    return fig
+@dataclass(frozen=True)
+class _Bar:
+    order: tuple[int, int]  # (context bucket, series) for sorting
+    bucket: str
+    name: str
+    found: Breakdown
 
 
-def _empty(fig: Any, why: str) -> Any:
-    if not fig.data:
-        fig.add_annotation(text=why, showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5)
-    return fig
-
-
-def _plain(text: str) -> str:
-    """``text`` shown as written: plotly reads a subset of HTML in names and labels."""
-    return html.escape(text, quote=False)
-
-
-def _series_label(series: Series, many_runs: bool) -> str:
-    """The legend's name (the run's too when a report shows several), shown as written."""
-    return _plain(series.label if many_runs else series.name)
-
-
-def ttft_cdf(series: Sequence[Series], many_runs: bool) -> Any:
-    """Share of requests at or under each TTFT, per series (a probe's per context size).
-
-    >>> ttft_cdf([], False).layout.yaxis.tickformat
-    '.0%'
-    """
-    fig = go.Figure()
-    values_seen: list[float] = []
-    for s in series:
-        buckets = Buckets.for_records(s.records)
-        keys = sorted({buckets.key(r) for r in s.records}) if s.run.kind == "probe" else [None]
-        for key in keys:
-            ttfts = sorted(
-                r.client_ttft_ms
-                for r in s.records
-                if r.client_ttft_ms is not None and (key is None or buckets.key(r) == key)
-            )
-            if not ttfts:
-                continue
-            values_seen.extend(ttfts)
-            name = _series_label(s, many_runs)
-            if key is not None and len(keys) > 1:
-                name = f"{name}, {buckets.label(key)}"
-            y = [(i + 1) / len(ttfts) for i in range(len(ttfts))]
-            fig.add_trace(
-                go.Scatter(x=ttfts, y=y, name=name, mode="lines+markers", line_shape="hv")
-            )
-    wide = bool(values_seen) and max(values_seen) > 20 * max(min(values_seen), 1e-3)
-    fig = _layout(
-        fig,
-        x="TTFT (ms, client)",
-        y="requests at or under",
-        yaxis={"tickformat": ".0%", "range": [0, 1.02]},
-        xaxis={"type": "log" if wide else "linear"},
-    )
-    return _empty(fig, "no successful request to plot")
-
-
-def _bar_rows(series: Sequence[Series], many_runs: bool) -> list[tuple[str, str, Breakdown]]:
-    """(context bucket, series label, breakdown) per bar, smallest contexts first."""
-    rows: list[tuple[int, int, str, str, Breakdown]] = []
+def _bars(run: Run, series: Sequence[Series]) -> list[_Bar]:
+    """A run's bars: per context size and series; a bench without per-request parts gets
+    one bar per server from its histograms, named by the targets behind it."""
+    out: list[_Bar] = []
     for order, s in enumerate(series):
-        label = _series_label(s, many_runs)
         buckets = Buckets.for_records(s.records, s.run.kind)
-        before = len(rows)
         for key in sorted({buckets.key(r) for r in s.records}):
             found = records_breakdown([r for r in s.records if buckets.key(r) == key])
             if found is not None:
-                rows.append((key, order, buckets.label(key), label, found))
-        if len(rows) == before and s.run.kind == "bench":
-            whole = summary_breakdown(s.run.bench_summaries)  # run-wide histogram aggregates
-            if whole is not None:
-                rows.append((1 << 62, order, "whole run (server histograms)", label, whole))
-    rows.sort(key=lambda row: row[:2])
-    return [(bucket, label, found) for _, _, bucket, label, found in rows]
+                out.append(_Bar((key, order), buckets.label(key), plain(s.name), found))
+    if not out and run.kind == "bench":
+        for order, server in enumerate(server_figures(run)):
+            if server.breakdown is not None:
+                shared = " (one server)" if server.shared else ""
+                others = " + other clients" if server.others >= 1 else ""
+                name = plain(server.name + others + shared)
+                out.append(_Bar((1 << 62, order), WHOLE_RUN, name, server.breakdown))
+    return sorted(out, key=lambda b: b.order)
 
 
-def parts_bars(series: Sequence[Series], many_runs: bool) -> Any:
-    """Stacked medians of the parts per context size and series, with the median TTFT.
-
-    Several runs' long labels read better down the side: the bars then lie horizontally.
-
-    >>> len(parts_bars([], False).data)
-    0
-    """
-    rows = _bar_rows(series, many_runs)
-    cats = [[b for b, _, _ in rows], [s for _, s, _ in rows]]
-    flat = not many_runs
+def _bar_traces(bars: Sequence[_Bar], flat: bool, seen: set[str], ttft: str) -> list[Any]:
+    cats = [[b.bucket for b in bars], [b.name for b in bars]]
 
     def xy(values: list[float | None]) -> dict[str, Any]:
         return {"x": cats, "y": values} if flat else {"x": values, "y": cats}
 
-    fig = go.Figure()
+    traces = []
     for part in PARTS:
-        values = [found.part(part) for _, _, found in rows]
+        values = [b.found.part(part) for b in bars]
         if any(v is not None for v in values):
-            fig.add_trace(
+            traces.append(
                 go.Bar(
                     **xy(values),
                     orientation="v" if flat else "h",
                     name=PART_LABELS[part],
+                    legendgroup=part,
+                    showlegend=part not in seen,
                     marker_color=PART_COLOURS[part],
                 )
             )
-    if rows:
-        mark = "line-ew-open" if flat else "line-ns-open"
-        fig.add_trace(
-            go.Scatter(
-                **xy([found.ttft_ms for _, _, found in rows]),
-                name="TTFT (median)",
-                mode="markers",
-                marker={"symbol": mark, "size": 24, "color": "black", "line": {"width": 2}},
-            )
+            seen.add(part)
+    mark = "line-ew-open" if flat else "line-ns-open"
+    traces.append(
+        go.Scatter(
+            **xy([b.found.ttft_ms for b in bars]),
+            name=ttft,
+            legendgroup="ttft",
+            showlegend="ttft" not in seen,
+            mode="markers",
+            marker={"symbol": mark, "size": 22, "color": "black", "line": {"width": 2}},
         )
-    axis = "ms (medians, part by part)"
-    fig = _layout(
-        fig,
-        x="" if flat else axis,
-        y=axis if flat else "",
-        barmode="stack",
-        legend_traceorder="normal",
     )
-    if not flat:
-        fig.update_layout(height=max(_HEIGHT, 150 + 26 * len(rows)), yaxis_autorange="reversed")
-    return _empty(fig, "no request with the server's breakdown")
+    seen.add("ttft")
+    return traces
 
 
-def _timeline_figure(
-    runs: Sequence[Run], lines_of: Callable[[Run], list[Timeline]], y: str, **axes: Any
-) -> Any:
+def parts_bars(page: Page) -> Any:
+    """Stacked medians of the parts per context size and series, with the median TTFT.
+
+    One run: upright bars. Several: a row of lying bars per run, titled with its label once,
+    on one ms axis.
+
+    >>> len(parts_bars(page_of([])).data)
+    0
+    """
+    rows = [(run, bars) for run in page.runs if (bars := _bars(run, split_series(run)))]
+    medians = all(b.found.stat == "median" for _, bars in rows for b in bars)
+    axis = (
+        "ms (medians, part by part)" if medians else "ms (medians part by part; whole run: means)"
+    )
+    ttft = "TTFT (median)" if medians else "TTFT (median; whole run: mean)"
+    if page.many and len(rows) > 1:
+        return _run_rows(rows, axis, ttft)
     fig = go.Figure()
-    sources = set()
-    for run in runs:
-        for line in lines_of(run):
-            sources.add(line.source)
-            name = _plain(line.name if len(runs) == 1 else f"{run.label} · {line.name}")
-            # records are points in time, not a sampled level: no line between them
-            mode = "lines" if line.source == "samples" else "markers"
-            fig.add_trace(go.Scatter(x=line.t, y=line.values, name=name, mode=mode))
-    where = " and ".join(sorted(sources)) or "nothing"
-    fig = _layout(fig, x=f"seconds since the run's start (from {where})", y=y, **axes)
-    return _empty(fig, "no timed samples or records")
+    flat, seen = not page.many, set[str]()
+    for _, bars in rows:
+        fig.add_traces(_bar_traces(bars, flat, seen, ttft))
+    fig = layout(fig, x="" if flat else axis, y=axis if flat else "", barmode="stack")
+    if not flat and rows:
+        fig.update_layout(height=max(HEIGHT, 150 + 26 * len(rows[0][1])))
+        fig.update_yaxes(autorange="reversed")
+    return empty(fig, "no request with the server's breakdown")
 
 
-def queue_figure(runs: Sequence[Run]) -> Any:
-    """Requests waiting in the server's queue over time.
-
-    >>> queue_figure([]).layout.yaxis.title.text
-    'requests waiting'
-    """
-    return _timeline_figure(
-        runs, queue_timelines, "requests waiting", yaxis={"rangemode": "tozero"}
+def _run_rows(rows: Sequence[tuple[Run, list[_Bar]]], axis: str, ttft: str) -> Any:
+    """Several runs' bars: a row each, titled with the run's label once, on one ms axis."""
+    counts = [len(bars) for _, bars in rows]
+    height = 120 + 28 * sum(counts) + 56 * len(rows)
+    fig = make_subplots(
+        rows=len(rows),
+        cols=1,
+        shared_xaxes=True,
+        row_heights=[c / sum(counts) for c in counts],
+        vertical_spacing=min(56 / height, 0.3 / len(rows)),
+        subplot_titles=[plain(run.label) for run, _ in rows],
     )
+    seen: set[str] = set()
+    for i, (_, bars) in enumerate(rows, start=1):
+        fig.add_traces(_bar_traces(bars, False, seen, ttft), rows=i, cols=1)
+    fig = layout(fig, x="", y="", barmode="stack", legend="right")
+    fig.update_xaxes(title_text=axis, row=len(rows), col=1)
+    fig.update_yaxes(autorange="reversed")
+    fig.update_annotations(font_size=13, x=0, xanchor="left")
+    fig.update_layout(height=height)
+    return fig
 
 
-def hit_rate_figure(runs: Sequence[Run]) -> Any:
-    """Prefix-cache hit rate over time.
-
-    >>> hit_rate_figure([]).layout.yaxis.tickformat
-    '.0%'
-    """
-    axes = {"yaxis": {"tickformat": ".0%", "range": [0, 1.02]}}
-    return _timeline_figure(runs, hit_rate_timelines, "prefix hit rate", **axes)
-
-
-def tokenization_scatter(series: Sequence[Series], many_runs: bool) -> Any:
+def tokenization_scatter(page: Page) -> Any:
     """Per request: tokenization's share of TTFT (front end + client) against hit rate.
 
-    >>> tokenization_scatter([], False).layout.xaxis.title.text
+    >>> tokenization_scatter(page_of([])).layout.xaxis.title.text
     'prefix hit rate'
     """
     fig = go.Figure()
-    for s in series:
+    for s in page.series:
         points = []
         for r in s.records:
             front = part_ms(r, "server_frontend")
@@ -247,19 +193,26 @@ def tokenization_scatter(series: Sequence[Series], many_runs: bool) -> Any:
                     x=[p[0] for p in points],
                     y=[p[1] for p in points],
                     text=[f"{p[2]:,} tokens" for p in points],
-                    name=_series_label(s, many_runs),
+                    name=plain(s.name),
                     mode="markers",
-                    marker={"size": 9, "opacity": 0.75},
+                    marker={
+                        "size": 9,
+                        "opacity": 0.75,
+                        "color": page.palette.colour(s.name),
+                        "symbol": run_symbol(page.index(s.run)),
+                    },
+                    **page.marks(s.run),
                 )
             )
-    fig = _layout(
+    fig = layout(
         fig,
         x="prefix hit rate",
         y="tokenization share of TTFT",
         xaxis={"range": [-0.02, 1.02], "tickformat": ".0%"},
         yaxis={"tickformat": ".0%", "rangemode": "tozero"},
+        legend="right",
     )
-    return _empty(fig, "no request with both a hit rate and the server's front end")
+    return empty(fig, "no request with both a hit rate and the server's front end")
 
 
 # (key, title, how to read it) of each plot, in reading order
@@ -267,7 +220,8 @@ _PLOTS: tuple[tuple[str, str, str], ...] = (
     (
         "ttft-cdf",
         "TTFT distribution",
-        "Share of requests whose time to first token is at or under x. A curve to the left is "
+        "Share of requests whose time to first token is at or under x, one curve per series "
+        "at the largest context (the menu shows the other sizes). A curve to the left is "
         "faster; a long flat tail is the P99 users feel.",
     ),
     (
@@ -275,19 +229,20 @@ _PLOTS: tuple[tuple[str, str, str], ...] = (
         "Where TTFT goes, by context size",
         "Medians part by part (they need not add up to the median TTFT, the black mark). "
         "Front end = server TTFT − queue − prefill (chat rendering, tokenization); outside "
-        "the server = serialization, network, HTTP.",
+        "the server = serialization, network, HTTP. A bench's whole-run bars are means from each "
+        "server's histograms: targets behind one server share them, so they get one bar.",
     ),
     (
         "queue",
         "Queue depth over time",
-        "Requests waiting for the engine. Above zero for long means the server is saturated: "
-        "queueing, not tokenization, is what grows TTFT.",
+        "Requests waiting for the engine, each run on its own axis. Above zero for long means "
+        "the server is saturated: queueing, not tokenization, is what grows TTFT.",
     ),
     (
         "hit-rate",
         "Prefix-cache hit rate over time",
-        "Share of prompt tokens found in the prefix cache. Agents' growing contexts should "
-        "stay near 100% once warm.",
+        "Share of prompt tokens found in the prefix cache, each run on its own axis. Agents' "
+        "growing contexts should stay near 100% once warm.",
     ),
     (
         "tokenization",
@@ -298,22 +253,32 @@ _PLOTS: tuple[tuple[str, str, str], ...] = (
 )
 
 
+# the CDF's legend sits beside it; several runs' bars and points need the page's width too
+_WIDE = ("ttft-cdf",)
+_WIDE_MANY = ("ttft-parts", "tokenization")
+
+
 def report_plots(runs: Sequence[Run]) -> list[Plot]:
     """Every plot of the report, in reading order.
 
     >>> [p.key for p in report_plots([])]
     ['ttft-cdf', 'ttft-parts', 'queue', 'hit-rate', 'tokenization']
     """
-    series = [s for run in runs for s in split_series(run)]
-    many = len(runs) > 1
+    page = page_of(runs)
     figures = (
-        ttft_cdf(series, many),
-        parts_bars(series, many),
-        queue_figure(runs),
-        hit_rate_figure(runs),
-        tokenization_scatter(series, many),
+        ttft_cdf(page),
+        parts_bars(page),
+        queue_figure(page.runs, page.palette),
+        hit_rate_figure(page.runs, page.palette),
+        tokenization_scatter(page),
     )
     return [
-        Plot(key, title, caption, figure, wide=many and key == "ttft-parts")
+        Plot(
+            key,
+            title,
+            caption,
+            figure,
+            wide=key in _WIDE or (page.many and key in _WIDE_MANY),
+        )
         for (key, title, caption), figure in zip(_PLOTS, figures, strict=True)
     ]

@@ -52,6 +52,7 @@ code { background: #f0f2f4; border-radius: 4px; padding: 0 4px; font-size: 90%; 
 table { border-collapse: collapse; font-size: 13px; margin-bottom: 20px; }
 th, td { padding: 4px 10px; border-bottom: 1px solid #e5e7ea; text-align: right; }
 th:first-child, td:first-child { text-align: left; }
+tr.run th { text-align: left; padding-top: 10px; color: #59636e; font-weight: 600; }
 /* auto-fill, not auto-fit: a plot is drawn while the page is still parsed, and must get the
    width it keeps once the other cards exist */
 .grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(520px, 1fr)); gap: 18px;
@@ -121,35 +122,38 @@ def _row(label: str, kind: str, records: Sequence[RequestRecord]) -> str:
     return "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>"
 
 
-def _rows(run: Run, many_runs: bool) -> list[str]:
+def _rows(run: Run) -> list[str]:
     """A row per series; a probe's per context size too, as its own table has them."""
     out = []
     for s in split_series(run):
-        label = s.label if many_runs else s.name
         if run.kind != "probe":
-            out.append(_row(label, run.kind, s.records))
+            out.append(_row(s.name, run.kind, s.records))
             continue
         buckets = Buckets.for_records(s.records)
         for key in sorted({buckets.key(r) for r in s.records}):
             mine = [r for r in s.records if buckets.key(r) == key]
-            out.append(_row(f"{label}, {buckets.label(key)}", run.kind, mine))
+            out.append(_row(f"{s.name}, {buckets.label(key)}", run.kind, mine))
     return out
 
 
 def runs_table(runs: Sequence[Run]) -> str:
-    """One row per series (and probed context size): n, TTFT percentiles (ms), hit rate.
+    """One row per series (and probed context size): n, TTFT percentiles (ms), hit rate;
+    several runs each under a row that names it once.
 
     >>> runs_table([]).startswith("<table>")
     True
     """
-    many = len(runs) > 1
     head = "".join(
         f"<th>{h}</th>" for h in ("series", "kind", "n", "TTFT p50", "p90", "p99", "hit rate")
     )
-    rows = "\n".join(row for run in runs for row in _rows(run, many))
+    rows = []
+    for run in runs:
+        if len(runs) > 1:
+            rows.append(f"<tr class='run'><th colspan='7'>{html.escape(run.label)}</th></tr>")
+        rows += _rows(run)
     failed = sum(not r.ok for run in runs for r in run.records)
     note = f"<p class='notes'>{failed:,} failed request(s), not counted as latency.</p>"
-    return f"<table><tr>{head}</tr>\n{rows}</table>" + (note if failed else "")
+    return f"<table><tr>{head}</tr>\n" + "\n".join(rows) + "</table>" + (note if failed else "")
 
 
 def _plot_html(plot: Plot) -> str:

@@ -44,10 +44,38 @@ _WIDE: tuple[tuple[str, str], ...] = (
 FOOTNOTE = (
     "ms, medians of warm requests, part by part: the parts' medians need not add up to the "
     "TTFT median. front end = server TTFT - queue - prefill (chat rendering, tokenization); "
-    "outside server = network, HTTP and JSON before the server's clock starts. Context 0 "
-    "has no synthetic context: only the system prompt and the conversation so far, which "
-    "grows by a fresh ~1.4K-character turn per request."
+    "outside server = network, HTTP and JSON before the server's clock starts."
 )
+# Context 0 has no synthetic context. The chat paths still send a conversation that grows
+# turn by turn (its earlier turns are cached); the text/ids A/B sends each prompt as one
+# fresh turn alone, so nothing of it can be in the prefix cache.
+_ZERO_CHAT = (
+    "Context 0 has no synthetic context: {rows} send only the system prompt and the "
+    "conversation so far, which grows by a fresh ~1.4K-character turn per request."
+)
+_ZERO_AB = (
+    "At context 0 text and ids send a fresh ~1.4K-character turn alone: nothing is reused, "
+    "so their hit rate is 0."
+)
+_CHAT_PATHS = ("chat", "direct", "gateway")
+
+
+def footnotes(groups: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The table's footnote, and what context 0 sent when a context-0 row ran.
+
+    >>> [n[:12] for n in footnotes([{"context_tokens": 8000, "variant": "chat"}])]
+    ['ms, medians ']
+    >>> footnotes([{"context_tokens": 0, "variant": "ids"}])[1][:40]
+    'At context 0 text and ids send a fresh ~'
+    """
+    zero = [str(g.get("variant")) for g in groups if g.get("context_tokens") == 0]
+    out = [FOOTNOTE]
+    chats = [v for v in _CHAT_PATHS if v in zero]
+    if chats:
+        out.append(_ZERO_CHAT.format(rows="the " + "/".join(chats) + " rows"))
+    if "text" in zero or "ids" in zero:
+        out.append(_ZERO_AB)
+    return out
 
 
 def _ms(value: float | None) -> str:
@@ -127,7 +155,8 @@ def print_probe_summary(
     """
     console = console or Console()
     console.print(breakdown_table(summary, wide=wide or not console.is_terminal))
-    console.print(f"\n[dim]{escape(FOOTNOTE)}[/dim]", highlight=False)
+    notes = " ".join(footnotes(summary.get("groups", [])))
+    console.print(f"\n[dim]{escape(notes)}[/dim]", highlight=False)
     for line in ab_lines(summary.get("ab", [])):
         console.print(line, highlight=False)
     for line in ab_lines(summary.get("gateway_ab", []), "direct", "gateway", "gateway"):

@@ -18,6 +18,7 @@ from typing import Literal
 from ttftscope.results.files import Sample
 from ttftscope.results.parts import series_name
 from ttftscope.results.runs import Run
+from ttftscope.results.servers import server_figures
 
 Source = Literal["samples", "records"]
 
@@ -32,11 +33,15 @@ class Timeline:
     source: Source
 
 
-def _by_target(samples: Sequence[Sample]) -> dict[str, list[Sample]]:
+def _by_target(run: Run, samples: Sequence[Sample]) -> dict[str, list[Sample]]:
+    """Samples by the server they read, named by the targets behind it as the report's bars
+    name it ("direct + gateway" for one vLLM that a gateway target reaches too)."""
+    behind = {f.source: f.name for f in server_figures(run) if f.source}
     out: dict[str, list[Sample]] = {}
     for s in sorted(samples, key=lambda s: s.t):
         if s.ok:
-            out.setdefault(s.name, []).append(s)
+            name = behind.get(s.source or "") or s.target or " + ".join(s.targets)
+            out.setdefault(name or s.source or "server", []).append(s)
     return out
 
 
@@ -68,7 +73,7 @@ def queue_timelines(run: Run) -> list[Timeline]:
                 tuple(s.waiting for s in mine if s.waiting is not None),
                 "samples",
             )
-            for name, mine in _by_target(run.samples).items()
+            for name, mine in _by_target(run, run.samples).items()
             if any(s.waiting is not None for s in mine)
         ]
     return _from_records(run, "waiting")
@@ -90,7 +95,7 @@ def hit_rate_timelines(run: Run) -> list[Timeline]:
         return _from_records(run, "hit_rate")
     clock = _clock(run.samples)
     out = []
-    for name, mine in _by_target(counted).items():
+    for name, mine in _by_target(run, counted).items():
         points = _interval_rates(mine, clock)
         if points:
             out.append(

@@ -1,12 +1,21 @@
-"""Prefill that dominates at a low hit rate, and samples another client overlapped."""
+"""Prefill that dominates at a low hit rate, samples another client overlapped, and a queue
+judged per target."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from tests.report.fixtures import Parts, probe_records, record, write_probe_dir
-from ttftscope.doctor.rules.server import cache_findings, shared_server_findings
+from tests.report.fixtures import (
+    BenchDir,
+    Parts,
+    bench_records,
+    probe_records,
+    record,
+    write_probe_dir,
+)
+from ttftscope.doctor.rules.server import cache_findings, queue_findings, shared_server_findings
 from ttftscope.findings import Finding
+from ttftscope.report.html import runs_table
 from ttftscope.results.runs import load_runs
 
 
@@ -47,3 +56,36 @@ def test_a_short_prompts_low_hit_rate_is_expected_not_a_finding(tmp_path: Path) 
     recs = [record(i, Parts(frontend=5.0, prefill=200.0, hit_rate=0.3), size=0) for i in range(5)]
     write_probe_dir(tmp_path, recs)
     assert not _of(_cache(tmp_path), "prefix-cache-off")
+
+
+def test_queue_spread_is_per_target_and_matches_the_reports_rows(tmp_path: Path) -> None:
+    slow, fast = Parts(queue=300.0, frontend=500.0), Parts(queue=300.0, frontend=0.0)
+    recs = bench_records(10, slow, targets=("direct",)) + bench_records(
+        10, fast, targets=("gateway",)
+    )
+    samples: list[dict[str, object]] = [
+        {"t_s": i * 0.25, "running": 2, "waiting": i % 2, "targets": ["direct", "gateway"]}
+        for i in range(20)
+    ]
+    BenchDir(records=recs, samples=samples, summary={"run_id": "b"}).write(tmp_path)
+    runs = load_runs([tmp_path])
+    (q,) = queue_findings(runs)
+    facts = [e.fact for e in q.evidence]
+    # prefill 30 + i % 5, outside 10: p50 and p99 of each target alone (fixture parts)
+    assert "TTFT p99/p50 (direct) = 1.0 (844 / 842 ms)" in facts
+    assert "TTFT p99/p50 (gateway) = 1.0 (344 / 342 ms)" in facts
+    table = runs_table(runs)
+    assert "<td>direct</td><td>bench</td><td>10</td><td>842</td>" in table
+    assert "<td>844</td>" in table and "<td>344</td>" in table
+
+
+def test_a_cold_cache_is_judged_per_target_not_averaged_away(tmp_path: Path) -> None:
+    # direct's server has caching off, the gateway's has it on: together they average 0.45
+    cold = bench_records(10, Parts(hit_rate=0.0), targets=("direct",))
+    warm = bench_records(10, Parts(hit_rate=0.9), targets=("gateway",))
+    BenchDir(records=cold + warm, summary={"run_id": "b"}).write(tmp_path)
+    (f,) = _of(_cache(tmp_path), "prefix-cache-off")
+    assert f.title == "repeated prefixes hit the cache 0% of the time (direct)"
+    assert [e.fact for e in f.evidence] == [
+        "direct: warm requests that repeat a context hit 0.00 of their tokens"
+    ]

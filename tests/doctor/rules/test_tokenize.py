@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 from tests.report.fixtures import BenchDir, Parts, bench_records
@@ -58,21 +59,70 @@ def test_a_bench_without_per_request_parts_is_judged_on_its_histograms(tmp_path:
     assert "`ttftscope gateway" in f.remedy
 
 
-def test_targets_on_shared_histograms_get_one_finding_that_names_both(tmp_path: Path) -> None:
-    # direct and gateway on one server: its histograms mix both targets' requests, so a
-    # per-target finding would blame the gateway for the direct requests' front end
-    records = _client_only(bench_records(10, _SLOW, targets=("direct", "gateway")))
-    summary = {
-        "run_id": "bench-1",
-        "mean_ttft_ms": 900.0,
-        "server_mean_ttft_ms": 880.0,
-        "server_mean_frontend_ms": 600.0,
+_FAST = Parts(frontend=50.0, prefill=200.0, queue=10.0, outside=20.0)
+
+
+def _server_entry(targets: list[str], front: float) -> dict[str, object]:
+    """One server of a bench summary's ``servers`` section, with its run-wide means."""
+    return {
+        "targets": targets,
+        "engine": "vllm-v1",
+        "server_requests": 10 * len(targets),
+        "server_mean_ttft_ms": front + 210.0,
+        "server_mean_frontend_ms": front,
+        "server_mean_queue_ms": 10.0,
         "server_mean_prefill_ms": 200.0,
     }
-    BenchDir(records=records, summary=summary).write(tmp_path)
-    (f,) = _of(_server(tmp_path), "tokenization-bound")
-    assert "(direct + gateway, run-wide server histograms)" in f.title
-    assert "even through the gateway" not in f.title
+
+
+def _two_targets(tmp: Path, gateway: Parts, servers: Mapping[str, object]) -> Path:
+    records = _client_only(
+        bench_records(10, _SLOW, targets=("direct",))
+        + bench_records(10, gateway, targets=("gateway",))
+    )
+    summary = {
+        "run_id": "bench-1",
+        "mean_ttft_ms": 600.0,
+        "server_mean_ttft_ms": 580.0,
+        "server_mean_frontend_ms": 330.0,  # both targets' requests mixed
+        "server_mean_prefill_ms": 200.0,
+        "server_mean_queue_ms": 10.0,
+        "targets": {
+            "direct": {"completed": 10, "mean_ttft_ms": 830.0},
+            "gateway": {"completed": 10, "mean_ttft_ms": 280.0},
+        },
+        "servers": servers,
+    }
+    BenchDir(records=records, summary=summary).write(tmp)
+    return tmp
+
+
+def test_one_server_for_text_and_gateway_traffic_is_judged_by_the_measured_saving(
+    tmp_path: Path,
+) -> None:
+    # direct and gateway reach one vLLM: its histograms mix both targets' requests, so the
+    # finding is about the text traffic alone and its saving is what the gateway measured
+    shared = {"http://h:8000/metrics": _server_entry(["direct", "gateway"], 330.0)}
+    (f,) = _of(_server(_two_targets(tmp_path / "a", _FAST, shared)), "tokenization-bound")
+    assert f.title.startswith("TTFT of direct is 550 ms slower sent as text than as ids")
+    facts = " ".join(e.fact for e in f.evidence)
+    assert "of direct + gateway, from one server's histograms" in facts
+    # medians of the fixture's parts: 600+10+202+20 = 832 ms direct, 50+10+202+20 = 282 ms
+    assert "median TTFT direct 832 ms vs gateway 282 ms over the whole run" in facts
+    assert f.saving_ms == 550.0
+    # the gateway measured no faster: the mixed mean is no reason to advise it
+    assert not _of(_server(_two_targets(tmp_path / "b", _SLOW, shared)), "tokenization-bound")
+
+
+def test_targets_with_their_own_servers_are_judged_each_on_its_own(tmp_path: Path) -> None:
+    own = {
+        "http://h:8000/metrics": _server_entry(["direct"], 600.0),
+        "http://h:8001/metrics": _server_entry(["gateway"], 50.0),
+    }
+    (f,) = _of(_server(_two_targets(tmp_path, _FAST, own)), "tokenization-bound")
+    assert "(direct, run-wide server histograms)" in f.title
+    assert "600 ms of 830 ms mean TTFT (72%) over 10 requests of direct" in f.evidence[0].fact
+    assert f.saving_ms == 600.0
 
 
 def test_line_fit() -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ttftscope.doctor.rules.limits import queue_remedy
 from ttftscope.doctor.serverfacts import ServerFacts
 from ttftscope.errors import FailureKind
 from ttftscope.findings import Evidence, Finding
@@ -72,49 +73,45 @@ def _queue_facts(run: Run) -> tuple[list[str], float, float | None]:
     return facts, waited, mean_q
 
 
-def _spread(run: Run) -> tuple[float | None, float | None]:
-    ttfts = [r.client_ttft_ms for r in latency_samples(run.records, run.kind)]
-    return median(ttfts), percentile(ttfts, 99)
+def _spread(run: Run) -> list[str]:
+    """TTFT p99 over p50 per series, over the same requests as the report's row for it (a
+    probe's largest context, a bench target's whole run): never two targets in one figure."""
+    series = split_series(run)
+    out = []
+    for s in series:
+        where, records = series_scope(s)
+        ttfts = [r.client_ttft_ms for r in records]
+        p50, p99 = median(ttfts), percentile(ttfts, 99)
+        if p50 and p99:
+            name = f" ({s.name}{where})" if len(series) > 1 or where else ""
+            out.append(f"TTFT p99/p50{name} = {p99 / p50:.1f} ({p99:,.0f} / {p50:,.0f} ms)")
+    return out
 
 
-def _running_peak(run: Run) -> float | None:
-    running = [s.running for s in run.samples if s.ok and s.running is not None]
-    return max(running) if running else None
+def queue_findings(runs: Sequence[Run], limit: int | None = None) -> list[Finding]:
+    """Runs whose requests waited in the engine's queue for a significant part of the run.
 
-
-def _queue_remedy(run: Run) -> str:
-    peak = _running_peak(run)
-    waiting = max((s.waiting or 0 for s in run.samples if s.ok), default=0)
-    seqs = (
-        f"the server ran at most {peak:.0f} at once: if that is its --max-num-seqs and KV "
-        f"cache usage stayed below ~90%, start it with --max-num-seqs "
-        f"{int(peak + waiting)} or more; otherwise add a replica"
-        if peak
-        else "raise vLLM's --max-num-seqs (if KV cache usage has room) or add replicas"
-    )
-    return seqs + NOT_TOKENIZATION
-
-
-def queue_findings(runs: Sequence[Run]) -> list[Finding]:
-    """Runs whose requests waited in the engine's queue for a significant part of the run."""
+    ``limit`` is the server's ``--max-num-seqs`` where it could be read (``/server_info``).
+    """
     out: list[Finding] = []
     for run in runs:
         facts, waited, mean_q = _queue_facts(run)
-        p50, p99 = _spread(run)
+        measured = latency_samples(run.records, run.kind)
+        p50 = median(r.client_ttft_ms for r in measured)
         share = mean_q / p50 if mean_q is not None and p50 else None
         if waited < MIN_WAITED_SHARE and (share is None or share < MIN_QUEUE_SHARE):
             continue
-        if p50 and p99:
-            facts.append(f"TTFT p99/p50 = {p99 / p50:.1f} ({p99:.0f} / {p50:.0f} ms)")
+        facts += _spread(run)
         if mean_q is not None and share is not None:
-            facts.append(f"mean queue time {mean_q:.0f} ms = {share:.0%} of median TTFT")
+            every = " (every target's requests)" if len(split_series(run)) > 1 else ""
+            facts.append(f"mean queue time {mean_q:,.0f} ms = {share:.0%} of median TTFT{every}")
         out.append(
             Finding(
                 id="queueing",
                 severity="warning",
                 title=f"requests wait in the server's queue ({waited:.0%} of the run)",
                 evidence=[Evidence(fact=f, source=_where(run)) for f in facts],
-                remedy=_queue_remedy(run),
+                remedy=queue_remedy(run, limit) + NOT_TOKENIZATION,
                 saving_ms=None if mean_q is None else round(mean_q, 1),
             )
         )
@@ -173,16 +170,22 @@ def _off(facts: ServerFacts) -> Finding:
     )
 
 
-def _cold(run: Run, rate: float) -> Finding:
+def _cold(run: Run, rates: dict[str, float], several: bool) -> Finding:
+    """Series whose repeated prefixes missed the cache, each with its own rate: a target on
+    a server with caching off is not averaged away by one that has it on."""
+    worst = max(rates.values())
+    named = f" ({', '.join(rates)})" if several else ""
     return Finding(
         id="prefix-cache-off",
         severity="warning",
-        title=f"repeated prefixes hit the cache {rate:.0%} of the time",
+        title=f"repeated prefixes hit the cache {worst:.0%} of the time{named}",
         evidence=[
             Evidence(
-                fact=f"warm requests that repeat a context hit {rate:.2f} of their tokens",
+                fact=f"{name + ': ' if several else ''}warm requests that repeat a context hit "
+                f"{rate:.2f} of their tokens",
                 source=_where(run),
             )
+            for name, rate in rates.items()
         ],
         remedy=(
             "check that prefix caching is on (--enable-prefix-caching), that the prompt "
@@ -190,6 +193,20 @@ def _cold(run: Run, rate: float) -> Finding:
             "evicting between turns (raise --gpu-memory-utilization or KV cache space)"
         ),
     )
+
+
+def _cold_rates(run: Run) -> tuple[dict[str, float], bool]:
+    """Each series' hit rate over its warm requests of 1,000 tokens or more, where it is
+    below :data:`COLD_HIT_RATE`; and whether the run has several series."""
+    series = split_series(run)
+    out = {}
+    for s in series:
+        rate = hit_rate(
+            r for r in s.records if (r.prompt_tokens or r.context_tokens_target) >= 1000
+        )
+        if rate is not None and rate < COLD_HIT_RATE:
+            out[s.name] = rate
+    return out, len(series) > 1
 
 
 def _prefill_finding(run: Run) -> Finding | None:
@@ -233,14 +250,9 @@ def cache_findings(runs: Sequence[Run], live: ServerFacts | None) -> list[Findin
         return [_off(live)]
     out: list[Finding] = []
     for run in runs:
-        warm = [
-            r
-            for r in latency_samples(run.records, run.kind)
-            if (r.prompt_tokens or r.context_tokens_target or 0) >= 1000
-        ]
-        rate = hit_rate(warm)
-        if rate is not None and rate < COLD_HIT_RATE:
-            out.append(_cold(run, rate))
+        rates, several = _cold_rates(run)
+        if rates:
+            out.append(_cold(run, rates, several))
         elif (missed := _prefill_finding(run)) is not None:
             out.append(missed)
     return out

@@ -11,8 +11,10 @@ milliseconds ids save stay.
 
 A series already sent through ttftscope's gateway whose front end still dominates points at
 the gateway (ids not sent, or passed through as text). A bench run has no per-request server
-parts; its summary's run-wide histogram means are judged instead, once for all the targets
-that share them (a per-target figure would blame one path for another's requests).
+parts; each server's run-wide histogram means are judged instead, for the targets behind it
+(a per-target figure would blame one path for another's requests). Where text and gateway
+traffic share one server its mean is nobody's: the measured difference between the two is the
+evidence, and the saving is stated for the text traffic only.
 """
 
 from __future__ import annotations
@@ -27,9 +29,9 @@ from ttftscope.results.parts import (
     latency_samples,
     records_breakdown,
     split_series,
-    summary_breakdown,
 )
 from ttftscope.results.runs import Run
+from ttftscope.results.servers import ServerFigures, server_figures
 from ttftscope.stats import median
 
 __all__ = [
@@ -193,35 +195,80 @@ def _remedy(part: str) -> str:
     return _IDS_REMEDY
 
 
-def _histogram_finding(run: Run) -> Finding | None:
-    """A bench run without per-request server parts: its summaries' run-wide means."""
-    series = split_series(run)
-    if run.kind != "bench" or any(records_breakdown(list(s.records)) is not None for s in series):
+def _gateway_saving(run: Run, figures: ServerFigures) -> tuple[float, str] | None:
+    """Median TTFT of the server's targets sent as text less that of those through the
+    gateway (their whole runs): what ids measurably saved the text traffic."""
+    series = {s.name: s.records for s in split_series(run) if s.name in figures.targets}
+    text = [r.client_ttft_ms for n, rs in series.items() if not _via_gateway(n) for r in rs]
+    ids = [r.client_ttft_ms for n, rs in series.items() if _via_gateway(n) for r in rs]
+    a, b = median(text), median(ids)
+    if a is None or b is None:
         return None
-    found = summary_breakdown(run.bench_summaries)
+    slow = " + ".join(n for n in series if not _via_gateway(n))
+    fast = " + ".join(n for n in series if _via_gateway(n))
+    return a - b, f"median TTFT {slow} {a:,.0f} ms vs {fast} {b:,.0f} ms over the whole run"
+
+
+def _server_finding(run: Run, figures: ServerFigures) -> Finding | None:
+    """One server's run-wide means, judged for the traffic they are about.
+
+    A server that only gateway traffic reaches points at the gateway; one that only text
+    traffic reaches is judged on its front end. A server both reach mixes them: its mean is
+    nobody's, so the measured difference between the two is the evidence, stated for the
+    traffic sent as text (the gateway's own requests are not what ids would save on).
+    """
+    found = figures.breakdown
     value = None if found is None else found.part("server_frontend")
-    if found is None or value is None or value < MIN_FRONTEND_MS:
+    if found is None or value is None or value < MIN_FRONTEND_MS or found.ttft_ms <= 0:
         return None
-    share = value / found.ttft_ms if found.ttft_ms > 0 else 0.0
-    if share < MIN_SHARE:
+    share = value / found.ttft_ms
+    names = list(figures.targets) or ["the run"]
+    text = [n for n in names if not _via_gateway(n)]
+    mixed = bool(text) and len(text) < len(names)
+    saving = _gateway_saving(run, figures) if mixed else None
+    if mixed and (saving is None or saving[0] < MIN_SAVING_MS):
+        return None  # what the gateway saved here was measured: too little to advise it
+    if not mixed and share < MIN_SHARE:
         return None
-    names = [s.name for s in series] or ["the run"]
-    gateway = all(_via_gateway(n) for n in names)
+    one = "one server" if figures.shared else "its server"
+    facts = [
+        f"server front end {value:,.0f} ms of {found.ttft_ms:,.0f} ms mean TTFT ({share:.0%}) "
+        f"over {found.n} requests of {figures.name}, from {one}'s histograms"
+    ]
+    if saving is not None:
+        facts.append(saving[1])
+    if figures.others >= 1:
+        facts.append(
+            f"its histograms also count {figures.others:,.0f} requests this run did not send"
+        )
+    who = " + ".join(text) if mixed else figures.name
+    title = (
+        f"TTFT is {share:.0%} server front end (rendering + tokenization) "
+        f"({who}, run-wide server histograms)"
+        if saving is None
+        else f"TTFT of {who} is {saving[0]:,.0f} ms slower sent as text than as ids through "
+        "the gateway (measured over the whole run)"
+    )
     return Finding(
         id="tokenization-bound",
         severity="warning",
-        title=f"TTFT is {share:.0%} server front end (rendering + tokenization) "
-        f"({' + '.join(names)}, run-wide server histograms)",
-        evidence=[
-            Evidence(
-                fact=f"server front end {value:.0f} ms of {found.ttft_ms:.0f} ms mean TTFT "
-                f"({share:.0%}) over {found.n} requests, from the servers' histograms",
-                source=", ".join(str(p) for p in run.sources),
-            )
-        ],
-        remedy=_GATEWAY_REMEDY if gateway else _IDS_REMEDY,
-        saving_ms=round(value, 1),
+        title=title,
+        evidence=[Evidence(fact=f, source=_where(run)) for f in facts],
+        remedy=_IDS_REMEDY if text else _GATEWAY_REMEDY,
+        saving_ms=round(saving[0] if saving is not None else value, 1) if text else None,
     )
+
+
+def _where(run: Run) -> str:
+    return ", ".join(str(p) for p in run.sources)
+
+
+def _histogram_findings(run: Run) -> list[Finding]:
+    """A bench run without per-request server parts: each server's run-wide means."""
+    series = split_series(run)
+    if run.kind != "bench" or any(records_breakdown(list(s.records)) is not None for s in series):
+        return []
+    return [f for figures in server_figures(run) if (f := _server_finding(run, figures))]
 
 
 def server_tokenization_findings(run: Run) -> list[Finding]:
@@ -243,9 +290,7 @@ def server_tokenization_findings(run: Run) -> list[Finding]:
         if _via_gateway(s.name)
         and (f := _finding_for(run, s, "server_frontend_ms", "server-side tokenization"))
     ]
-    if (histograms := _histogram_finding(run)) is not None:
-        out.append(histograms)
-    return out
+    return out + _histogram_findings(run)
 
 
 def client_tokenization_findings(run: Run) -> list[Finding]:
