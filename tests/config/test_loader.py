@@ -336,3 +336,10 @@ def test_table_and_rows(proj: Path, env: dict[str, str]) -> None:
     }
     assert by_key["model.max_tokens"]["value"] == 16
     assert loaded.secrets() == [secret]
+
+
+def test_every_setting_says_what_it_expects() -> None:
+    from ttftscope.config.schema import EXPECTED, KEYS
+
+    # a wrong value of a key missing here raised KeyError instead of a ConfigError
+    assert [k for k in KEYS if k not in EXPECTED and "." in k] == []

@@ -283,6 +283,7 @@ EXPECTED: dict[str, str] = {
     "gateway.shadow_every": "a whole number >= 0 (0: never), e.g. 1000",
     "gateway.max_body_mb": "a number of megabytes above 0, e.g. 64",
     "gateway.api_keys_env": 'the name of an environment variable, e.g. "GATEWAY_KEYS"',
+    "gateway.metrics_public": "true or false",
     "gateway.log_prompts": "true or false",
     "gateway.request_log": 'a file path string, e.g. "gateway-requests.jsonl"',
 }
