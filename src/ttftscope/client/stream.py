@@ -304,7 +304,7 @@ def raise_for_result(result: StreamResult) -> None:
     >>> raise_for_result(StreamResult(ok=False, error_kind=FailureKind.TIMEOUT, error="slow"))
     Traceback (most recent call last):
     ...
-    ttftscope.errors.RequestTimeout: slow
+    ttftscope.RequestTimeout: slow
     """
     if result.ok:
         return

@@ -70,7 +70,7 @@ def read_gguf_metadata(path: Path) -> dict[str, Any]:
 
     >>> read_gguf_metadata(Path("not-a-gguf.bin"))  # doctest: +SKIP
     Traceback (most recent call last):
-    ttftscope.errors.TokenizerError: not-a-gguf.bin is not a GGUF file (magic b'...')
+    ttftscope.TokenizerError: not-a-gguf.bin is not a GGUF file (magic b'...')
     """
     try:
         cur = _Cursor(path.read_bytes())
