@@ -4,8 +4,16 @@ Every supported name is importable from here, and only from here (``__all__``); 
 subpackages are the implementation. Heavy modules load on first use, so ``import ttftscope``
 and the CLI's start stay fast.
 
+Names say what they act on (``parse_metrics``, ``summarize_probe``). Coroutines are named like
+functions (``ping``, ``run_probe``, ``stream_completion``); one that has a blocking twin takes
+an ``a`` (``scrape_metrics`` / ``ascrape_metrics``). Each public object shows itself as
+``ttftscope.<name>`` (reprs, tracebacks, ``help``), and pickles under that name. A renamed
+name keeps working for one release, with a ``DeprecationWarning`` that names its successor.
+
 >>> import ttftscope; ttftscope.__version__
 '0.1.0'
+>>> ttftscope.parse_metrics, ttftscope.MetricsSnapshot
+(<function parse_metrics at 0x...>, <class 'ttftscope.MetricsSnapshot'>)
 >>> from ttftscope import load_settings, Endpoint
 >>> Endpoint.from_settings(load_settings(env={}).settings).base_url
 'http://127.0.0.1:8000/v1'

@@ -207,8 +207,8 @@ class ChatSession:
     ``encode(messages)`` equals ``tok.encode(render(messages))``; special-token text in the
     rendered prompt becomes special ids, as vLLM tokenizes a rendered chat prompt.
 
-    >>> from ttftscope import ChatSession, load_tokenizer
-    >>> s = ChatSession(load_tokenizer(qwen2_dir))  # a folder with tokenizer_config.json
+    >>> from ttftscope import ChatSession
+    >>> s = ChatSession(qwen2_tok)  # load_tokenizer(<a model folder with a chat template>)
     >>> turn = [{"role": "user", "content": "hi"}]
     >>> s.encode(turn) == s.full_encode(turn)
     True

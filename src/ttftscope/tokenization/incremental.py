@@ -130,8 +130,8 @@ class IncrementalEncoder:
     flags, or swapping in a model of the same type, size and flags, only by encoders created
     afterwards (reading those costs ~0.2 ms per call, or a model's whole vocabulary).
 
-    >>> from ttftscope import IncrementalEncoder, load_tokenizer
-    >>> tok = load_tokenizer(o200k_dir)  # a tokenizer.json, a model folder or a .tiktoken file
+    >>> from ttftscope import IncrementalEncoder
+    >>> tok = o200k_tok  # load_tokenizer(<o200k's tokenizer.json, its folder or .tiktoken file>)
     >>> enc = IncrementalEncoder(tok)
     >>> code = "def f(x):\\n    return x + 1\\n\\n" * 40
     >>> len(enc.encode(code)), enc.stats.path
@@ -176,7 +176,7 @@ class IncrementalEncoder:
 
         >>> enc = IncrementalEncoder(o200k_tok)
         >>> empty = enc.cached_bytes
-        >>> _ = enc.encode("hello world " * 1000); enc.cached_bytes > empty
+        >>> _ = enc.encode("hello world " * 100); enc.cached_bytes > empty
         True
         """
         return sys.getsizeof(self._ids) + self._ends.buffer_info()[1] * self._ends.itemsize

@@ -118,7 +118,8 @@ class Tokenizer:
     def to_json(self) -> dict[str, Any]:
         """The full ``tokenizer.json`` document (normalizer, pre_tokenizer, model, added_tokens).
 
-        >>> cl100k_tok.to_json()["model"]["type"]
+        >>> bare = Tokenizer(tokenizers.Tokenizer(tokenizers.models.BPE()), Path("x"), "x")
+        >>> bare.to_json()["model"]["type"]
         'BPE'
         """
         doc: dict[str, Any] = json.loads(self.hf.to_str())
