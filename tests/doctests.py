@@ -32,7 +32,6 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-from _pytest.doctest import DoctestItem
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
@@ -110,11 +109,11 @@ def doctest_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DoctestEnv
 def _doctest_globals(request: pytest.FixtureRequest) -> None:
     # the namespace is read after autouse fixtures run (DoctestItem.setup), so what is added
     # here reaches the example's globals
-    item = request.node
-    if isinstance(item, DoctestItem) and item.dtest is not None:
+    test: doctest.DocTest | None = getattr(request.node, "dtest", None)  # a DoctestItem's
+    if test is not None:
         env: DoctestEnv = request.getfixturevalue("doctest_env")
         namespace: dict[str, object] = request.getfixturevalue("doctest_namespace")
-        namespace.update(env.globals_for(item.dtest.examples))
+        namespace.update(env.globals_for(test.examples))
 
 
 def defining_module(obj: object) -> str | None:

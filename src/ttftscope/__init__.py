@@ -240,15 +240,15 @@ def _present(value: object, name: str) -> object:
 
 
 def __getattr__(name: str) -> object:
-    if name in _DEPRECATED:
-        new, _module = _DEPRECATED[name]
+    if name in _DEPRECATED:  # never cached, so every use warns
+        new = _DEPRECATED[name][0]
         warnings.warn(
             f"ttftscope.{name} is deprecated and will be removed in the next release; "
             f"use ttftscope.{new}",
             DeprecationWarning,
             stacklevel=2,
         )
-        return __getattr__(new)
+        return globals()[new] if new in globals() else __getattr__(new)
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'ttftscope' has no attribute {name!r}")
