@@ -162,9 +162,10 @@ class IncrementalEncoder:
         """Forget the cached text; the next call is a full encode.
 
         >>> enc = IncrementalEncoder(o200k_tok)
-        >>> ids = enc.encode("hello world"); enc.reset()
-        >>> enc.encode("hello world") == ids, enc.stats.path
-        (True, 'full')
+        >>> code = "def f(x):\\n    return x + 1\\n\\n" * 40
+        >>> _ = enc.encode(code); enc.reset()
+        >>> _ = enc.encode(code + "f(2)\\n"); enc.stats.path  # 'append' without the reset
+        'full'
         """
         self._text = None
         self._ids = []
