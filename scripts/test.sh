@@ -2,8 +2,8 @@
 # The whole test suite: lint, format, types, layers, unit tests, tokenizer matrix, real vLLM,
 # and coverage. The fast loop is a bare `.venv/bin/pytest` (the unit tier; README, Develop).
 source "$(dirname "$0")/_venv.sh"
-echo "== ruff";  .venv/bin/ruff check src tests benchmarks
-echo "== ruff format"; .venv/bin/ruff format --check -q src tests benchmarks
+echo "== ruff";  .venv/bin/ruff check src tests benchmarks conftest.py
+echo "== ruff format"; .venv/bin/ruff format --check -q src tests benchmarks conftest.py
 echo "== mypy (src and tests; 1-3 min without a cache)"
 ticking test "mypy --strict over src and tests" .venv/bin/mypy
 echo "== import layers"

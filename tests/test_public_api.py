@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
-import inspect
+import doctest
+import importlib
+import io
+import pickle
 import subprocess
 import sys
+from collections.abc import Callable
+
+import pytest
 
 import ttftscope
+from tests.doctests import DoctestEnv, defining_module
 
 
 def test_all_is_exactly_what_the_package_exports() -> None:
@@ -17,13 +24,42 @@ def test_all_is_exactly_what_the_package_exports() -> None:
         assert getattr(ttftscope, name) is not None
 
 
-def test_every_public_name_has_a_docstring_example() -> None:
-    missing = [
-        name
-        for name in ttftscope.__all__
-        if name != "__version__" and ">>>" not in (inspect.getdoc(getattr(ttftscope, name)) or "")
-    ]
-    assert missing == []
+def test_every_public_name_has_examples_that_run(
+    doctest_env: DoctestEnv, record_property: Callable[[str, object], None]
+) -> None:
+    # the examples are run here, not counted: a skipped example, or one that fails, does not
+    # count (the module doctests run them too; this says which public name lacks one)
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    failures: list[str] = []
+    without: list[str] = []
+    for name in ttftscope.__all__:
+        if name == "__version__":
+            continue
+        examples = 0
+        for test in _doctests(name, doctest_env):
+            report = io.StringIO()
+            result = runner.run(test, out=report.write, clear_globs=True)
+            examples += result.attempted
+            if result.failed:
+                failures.append(report.getvalue())
+        if examples == 0:
+            without.append(name)
+    record_property("public_doctest_examples", runner.tries)
+    print(f"ran {runner.tries} docstring examples of {len(ttftscope.__all__) - 1} public names")
+    assert failures == []
+    assert without == []
+
+
+def _doctests(name: str, env: DoctestEnv) -> list[doctest.DocTest]:
+    """The docstring tests of a public name and its methods, with the doctest globals."""
+    obj = getattr(ttftscope, name)
+    home = defining_module(obj)
+    assert home is not None, f"ttftscope.{name} does not present itself as ttftscope.{name}"
+    module = importlib.import_module(home)
+    tests = doctest.DocTestFinder().find(obj, f"ttftscope.{name}", module=module)
+    for test in tests:
+        test.globs.update(env.globals_for(test.examples))
+    return [test for test in tests if test.examples]
 
 
 def test_public_names_are_not_re_exported_by_subpackages() -> None:
@@ -69,3 +105,34 @@ def test_no_subpackage_shadows_a_public_name() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_public_names_present_themselves_as_ttftscope() -> None:
+    shown = {name: getattr(ttftscope, name) for name in ttftscope.__all__ if name != "__version__"}
+    assert {n: v.__module__ for n, v in shown.items() if v.__module__ != "ttftscope"} == {}
+    assert {n: v.__qualname__ for n, v in shown.items() if v.__qualname__ != n} == {}
+    assert repr(ttftscope.IncrementalEncoder) == "<class 'ttftscope.IncrementalEncoder'>"
+
+
+def test_errors_and_records_survive_pickling() -> None:
+    error = ttftscope.RateLimited("too many requests", hint="slow down", retry_after="7")
+    back = pickle.loads(pickle.dumps(error))
+    assert (type(back), str(back), back.hint) == (ttftscope.RateLimited, str(error), "slow down")
+    assert back.retry_after == "7"
+    record = ttftscope.RequestRecord(run_id="r", index=3, variant="chat", phase="warm", ok=True)
+    assert pickle.loads(pickle.dumps(record)) == record
+    code = "import pickle, sys; print(repr(pickle.loads(sys.stdin.buffer.read())))"
+    out = subprocess.run(
+        [sys.executable, "-c", code], input=pickle.dumps(error), capture_output=True, check=True
+    )
+    assert out.stdout.decode().strip() == repr(error)
+
+
+@pytest.mark.parametrize("old", sorted(ttftscope._DEPRECATED))
+def test_deprecated_names_warn_and_give_the_new_object(old: str) -> None:
+    new, module = ttftscope._DEPRECATED[old]
+    assert old not in ttftscope.__all__ and new in ttftscope.__all__
+    assert ttftscope._LAZY[new] == module
+    with pytest.warns(DeprecationWarning, match=rf"ttftscope\.{old} .* use ttftscope\.{new}$"):
+        value = getattr(ttftscope, old)
+    assert value is getattr(ttftscope, new)

@@ -4,8 +4,16 @@ Every supported name is importable from here, and only from here (``__all__``); 
 subpackages are the implementation. Heavy modules load on first use, so ``import ttftscope``
 and the CLI's start stay fast.
 
+Names say what they act on (``parse_metrics``, ``summarize_probe``). Coroutines are named like
+functions (``ping``, ``run_probe``, ``stream_completion``); one that has a blocking twin takes
+an ``a`` (``scrape_metrics`` / ``ascrape_metrics``). Each public object shows itself as
+``ttftscope.<name>`` (reprs, tracebacks, ``help``), and pickles under that name. A renamed
+name keeps working for one release, with a ``DeprecationWarning`` that names its successor.
+
 >>> import ttftscope; ttftscope.__version__
 '0.1.0'
+>>> ttftscope.parse_metrics, ttftscope.MetricsSnapshot
+(<function parse_metrics at 0x...>, <class 'ttftscope.MetricsSnapshot'>)
 >>> from ttftscope import load_settings, Endpoint
 >>> Endpoint.from_settings(load_settings(env={}).settings).base_url
 'http://127.0.0.1:8000/v1'
@@ -15,6 +23,7 @@ from __future__ import annotations
 
 import importlib
 import warnings
+from types import FunctionType
 from typing import TYPE_CHECKING
 
 from ttftscope.errors import (
@@ -47,11 +56,15 @@ if TYPE_CHECKING:
     from ttftscope.config.redact import redact, redact_text
     from ttftscope.config.schema import Settings
     from ttftscope.doctor.prefix import PrefixDiff, diff_prompts
-    from ttftscope.metrics.engines import ServerBreakdown, breakdown, queue_depth
-    from ttftscope.metrics.prom import MetricsDelta, MetricsSnapshot, delta, parse
-    from ttftscope.metrics.scrape import ascrape, scrape
+    from ttftscope.metrics.engines import ServerBreakdown, queue_depth
+    from ttftscope.metrics.engines import breakdown as server_breakdown
+    from ttftscope.metrics.prom import MetricsDelta, MetricsSnapshot
+    from ttftscope.metrics.prom import delta as metrics_delta
+    from ttftscope.metrics.prom import parse as parse_metrics
+    from ttftscope.metrics.scrape import ascrape as ascrape_metrics
+    from ttftscope.metrics.scrape import scrape as scrape_metrics
     from ttftscope.probe.experiments import ProbeOptions, ProbeRun, run_probe
-    from ttftscope.probe.summary import summarize
+    from ttftscope.probe.summary import summarize as summarize_probe
     from ttftscope.records import (
         RecordsRead,
         RecordWriter,
@@ -92,18 +105,18 @@ _LAZY: dict[str, str] = {
     "PrefixDiff": "doctor.prefix",
     "diff_prompts": "doctor.prefix",
     "ServerBreakdown": "metrics.engines",
-    "breakdown": "metrics.engines",
+    "server_breakdown": "metrics.engines",
     "queue_depth": "metrics.engines",
     "MetricsDelta": "metrics.prom",
     "MetricsSnapshot": "metrics.prom",
-    "ascrape": "metrics.scrape",
-    "delta": "metrics.prom",
-    "parse": "metrics.prom",
-    "scrape": "metrics.scrape",
+    "ascrape_metrics": "metrics.scrape",
+    "metrics_delta": "metrics.prom",
+    "parse_metrics": "metrics.prom",
+    "scrape_metrics": "metrics.scrape",
     "ProbeOptions": "probe.experiments",
     "ProbeRun": "probe.experiments",
     "run_probe": "probe.experiments",
-    "summarize": "probe.summary",
+    "summarize_probe": "probe.summary",
     "RequestRecord": "records",
     "RecordWriter": "records",
     "read_records": "records",
@@ -117,12 +130,36 @@ _LAZY: dict[str, str] = {
     "load_tokenizer": "tokenization.loader",
 }
 
+# public name -> its name in the module that defines it, where the module's name already says
+# what it acts on (``prom.parse``, ``scrape.ascrape``); the object is renamed on first access
+_DEFINED_AS: dict[str, str] = {
+    "ascrape_metrics": "ascrape",
+    "metrics_delta": "delta",
+    "parse_metrics": "parse",
+    "scrape_metrics": "scrape",
+    "server_breakdown": "breakdown",
+    "summarize_probe": "summarize",
+}
+
 # old public name -> (new name, module that defines it): kept for one release, warn on use
 _DEPRECATED: dict[str, tuple[str, str]] = {
+    "ascrape": ("ascrape_metrics", "metrics.scrape"),
+    "breakdown": ("server_breakdown", "metrics.engines"),
+    "delta": ("metrics_delta", "metrics.prom"),
+    "parse": ("parse_metrics", "metrics.prom"),
+    "scrape": ("scrape_metrics", "metrics.scrape"),
+    "summarize": ("summarize_probe", "probe.summary"),
     "ProbeRecord": ("RequestRecord", "records"),
 }
 
 if TYPE_CHECKING:  # the deprecated names stay typed for callers while they last
+    from ttftscope.metrics.engines import breakdown as breakdown
+    from ttftscope.metrics.prom import delta as delta
+    from ttftscope.metrics.prom import parse as parse
+    from ttftscope.metrics.scrape import ascrape as ascrape
+    from ttftscope.metrics.scrape import scrape as scrape
+    from ttftscope.probe.summary import summarize as summarize
+
     ProbeRecord = RequestRecord
 
 __all__ = [
@@ -168,9 +205,7 @@ __all__ = [
     "TransportFailure",
     "TtftscopeError",
     "__version__",
-    "ascrape",
-    "breakdown",
-    "delta",
+    "ascrape_metrics",
     "diff_prompts",
     "encode_body",
     "instrument",
@@ -178,7 +213,8 @@ __all__ = [
     "list_models",
     "load_settings",
     "load_tokenizer",
-    "parse",
+    "metrics_delta",
+    "parse_metrics",
     "ping",
     "queue_depth",
     "read_records",
@@ -187,29 +223,49 @@ __all__ = [
     "redact_text",
     "run_bench",
     "run_probe",
-    "scrape",
+    "scrape_metrics",
+    "server_breakdown",
     "stream_completion",
-    "summarize",
+    "summarize_probe",
 ]
 
 
+def _present(value: object, name: str) -> object:
+    """Show ``value`` as ``ttftscope.<name>`` in reprs, tracebacks, ``help`` and docs.
+
+    Pickle finds a class or function by ``__module__`` and ``__qualname__``: here, through
+    :func:`__getattr__`, so records and errors pickled by one process load in another.
+    """
+    value.__module__ = __name__
+    if isinstance(value, FunctionType) and name in _DEFINED_AS:
+        value.__name__ = value.__qualname__ = name
+    return value
+
+
 def __getattr__(name: str) -> object:
-    if name in _DEPRECATED:
-        new, _module = _DEPRECATED[name]
+    if name in _DEPRECATED:  # never cached, so every use warns
+        new = _DEPRECATED[name][0]
         warnings.warn(
             f"ttftscope.{name} is deprecated and will be removed in the next release; "
             f"use ttftscope.{new}",
             DeprecationWarning,
             stacklevel=2,
         )
-        return __getattr__(new)
+        return globals()[new] if new in globals() else __getattr__(new)
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'ttftscope' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"ttftscope.{module}"), name)
+    defined = getattr(importlib.import_module(f"ttftscope.{module}"), _DEFINED_AS.get(name, name))
+    value = _present(defined, name)
     globals()[name] = value  # later lookups skip this hook
     return value
 
 
 def __dir__() -> list[str]:
     return sorted(__all__)
+
+
+for _name in __all__:  # the errors, imported eagerly above
+    if _name in globals() and not _name.startswith("_"):
+        _present(globals()[_name], _name)
+del _name

@@ -33,8 +33,9 @@ def cache_dir() -> Path:
 def package_archive(name: str, version: str, *, sdist: bool = False) -> Path:
     """Download ``name==version`` (wheel, or sdist when ``sdist``) once; return the archive path.
 
-    >>> package_archive("bpe-openai", "0.1.4").suffix  # doctest: +SKIP
-    '.whl'
+    Downloads on first use, so not run as a test::
+
+        package_archive("bpe-openai", "0.1.4").suffix  # '.whl'
     """
     dest = cache_dir() / "packages" / f"{name}-{version}{'-sdist' if sdist else ''}"
     found = _archives_in(dest)
@@ -65,8 +66,10 @@ def _archives_in(folder: Path) -> list[Path]:
 def extract_member(archive: Path, member_suffix: str, dest: Path) -> Path:
     """Extract the one member of ``archive`` whose path ends with ``member_suffix`` to ``dest``.
 
-    >>> extract_member(Path("x.whl"), "data/a.txt", Path("/tmp/a.txt"))  # doctest: +SKIP
-    PosixPath('/tmp/a.txt')
+    >>> with zipfile.ZipFile(result_dir / "x.whl", "w") as whl:
+    ...     whl.writestr("x-1.0.data/data/a.txt", "hello")
+    >>> extract_member(result_dir / "x.whl", "data/a.txt", result_dir / "a.txt").read_text()
+    'hello'
     """
     if dest.exists():
         return dest
@@ -95,8 +98,10 @@ def extract_member(archive: Path, member_suffix: str, dest: Path) -> Path:
 def package_file(name: str, version: str, member_suffix: str, *, sdist: bool = False) -> Path:
     """One file from inside a PyPI package, cached under ``cache_dir()/files``.
 
-    >>> package_file("bpe-openai", "0.1.4", "data/cl100k_base.tiktoken.gz")  # doctest: +SKIP
-    PosixPath('.../files/bpe-openai-0.1.4/cl100k_base.tiktoken.gz')
+    Downloads the package on first use, so not run as a test::
+
+        package_file("bpe-openai", "0.1.4", "data/cl100k_base.tiktoken.gz")
+        # PosixPath('~/.cache/ttftscope/files/bpe-openai-0.1.4/cl100k_base.tiktoken.gz')
     """
     dest = cache_dir() / "files" / f"{name}-{version}" / Path(member_suffix).name
     if dest.exists():

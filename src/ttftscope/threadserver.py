@@ -4,7 +4,7 @@ The port is the OS's choice unless given; it is known once the server listens. S
 asks uvicorn to finish (``graceful_s`` for open connections), then forces it.
 
 >>> async def app(scope: Any, receive: Any, send: Any) -> None: ...
->>> with ThreadServer(app, name="example") as srv:  # doctest: +SKIP
+>>> with ThreadServer(app, name="example") as srv:
 ...     srv.port > 0
 True
 """

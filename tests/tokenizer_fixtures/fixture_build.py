@@ -5,8 +5,10 @@ Each builder returns a :class:`Built`: the tokenizer document, an optional
 vocabulary's own library, and/or llama.cpp's ``.inp``/``.out`` vectors). transformers,
 sentencepiece and mistral_common are dev-only and imported inside the functions that need them.
 
->>> build_tiktoken("cl100k").doc["model"]["type"]  # doctest: +SKIP
-'BPE'
+The examples here need the downloaded packages and take seconds to minutes, so they are
+literal blocks, not run as tests::
+
+    build_tiktoken("cl100k").doc["model"]["type"]  # 'BPE'
 """
 
 from __future__ import annotations
@@ -122,8 +124,9 @@ def _tiktoken_source(family: str) -> tuple[dict[bytes, int], TiktokenSpec, str]:
 def tiktoken_reference(family: str) -> tuple[Encoder, str]:
     """``tiktoken.Encoding`` built offline from the family's rank file (specials allowed).
 
-    >>> tiktoken_reference("cl100k")[0]("hello world")  # doctest: +SKIP
-    [15339, 1917]
+    Example::
+
+        tiktoken_reference("cl100k")[0]("hello world")  # [15339, 1917]
     """
     import tiktoken
 
@@ -141,8 +144,9 @@ def tiktoken_reference(family: str) -> tuple[Encoder, str]:
 def build_tiktoken(family: str) -> Built:
     """o200k / cl100k / gpt2 from their rank files, checked against ``tiktoken.Encoding``.
 
-    >>> build_tiktoken("gpt2").reference_name  # doctest: +SKIP
-    'tiktoken 0.x (r50k_base)'
+    Example::
+
+        build_tiktoken("gpt2").reference_name  # 'tiktoken 0.x (r50k_base)'
     """
     ranks, spec, source = _tiktoken_source(family)
     doc = ranks_to_tokenizer_json(ranks, spec.pat_str, spec.special_tokens)
@@ -207,8 +211,9 @@ def _tekken_source() -> tuple[dict[bytes, int], str, int, Path]:
 def build_tekken() -> Built:
     """Mistral tekken: tiktoken-style ranks shifted up by the reserved special-token block.
 
-    >>> build_tekken().doc["added_tokens"][1]["content"]  # doctest: +SKIP
-    '<s>'
+    Example::
+
+        build_tekken().doc["added_tokens"][1]["content"]  # '<s>'
     """
     ranks, pattern, n_special, _ = _tekken_source()
     doc = ranks_to_tokenizer_json(ranks, pattern, _tekken_specials(n_special), id_offset=n_special)
@@ -225,8 +230,9 @@ def build_tekken() -> Built:
 def tekken_reference() -> tuple[Encoder, str]:
     """mistral_common's ``Tekkenizer`` when installed, else tiktoken with the id offset.
 
-    >>> tekken_reference()[0]("Hello")  # doctest: +SKIP
-    [22177]
+    Example::
+
+        tekken_reference()[0]("Hello")  # [22177]
     """
     try:
         from mistral_common.tokens.tokenizers.tekken import Tekkenizer
@@ -295,8 +301,9 @@ def _convert_vocab_dict(architecture: str, tokenizer_dict: dict[str, Any]) -> di
 def build_spm(family: str) -> Built:
     """Mistral v1/v3 SentencePiece BPE, checked against ``SentencePieceProcessor``.
 
-    >>> build_spm("mistral_v1").doc["normalizer"]["normalizers"][0]["type"]  # doctest: +SKIP
-    'Prepend'
+    Example::
+
+        build_spm("mistral_v1").doc["normalizer"]["normalizers"][0]["type"]  # 'Prepend'
     """
     from sentencepiece import sentencepiece_model_pb2
 
@@ -326,8 +333,9 @@ def build_spm(family: str) -> Built:
 def spm_reference(family: str) -> tuple[Encoder, str]:
     """``SentencePieceProcessor.encode`` (dummy prefix included, no BOS) for a .model family.
 
-    >>> spm_reference("mistral_v1")[0]("Hello")  # doctest: +SKIP
-    [23325]
+    Example::
+
+        spm_reference("mistral_v1")[0]("Hello")  # [23325]
     """
     import sentencepiece as spm
 
@@ -341,8 +349,9 @@ def read_gguf_vocab(path: Path) -> tuple[str, dict[str, Any], dict[str, Any]]:
 
     transformers' own reader imports torch; this builds the same dict its converter expects.
 
-    >>> read_gguf_vocab(Path("ggml-vocab-qwen2.gguf"))[0]  # doctest: +SKIP
-    'qwen2'
+    Example::
+
+        read_gguf_vocab(Path("ggml-vocab-qwen2.gguf"))[0]  # 'qwen2'
     """
     from transformers.integrations.gguf.gguf_tokenizer_mapping import GGUF_TOKENIZER_MAPPING
 
@@ -358,8 +367,9 @@ def read_gguf_vocab(path: Path) -> tuple[str, dict[str, Any], dict[str, Any]]:
 def read_vectors(family: str) -> list[tuple[str, list[int]]]:
     """llama.cpp's test vectors beside a GGUF vocab: texts, and the reference HF ids of each.
 
-    >>> len(read_vectors("qwen2"))  # doctest: +SKIP
-    46
+    Example::
+
+        len(read_vectors("qwen2"))  # 46
     """
     stem = f"vendor/llama.cpp/models/ggml-vocab-{GGUF_SOURCES[family]}.gguf"
     inp = package_file(*LLAMA_CPP_SDIST, stem + ".inp", sdist=True).read_text(encoding="utf-8")
@@ -377,8 +387,9 @@ def read_vectors(family: str) -> list[tuple[str, list[int]]]:
 def build_gguf(family: str) -> Built:
     """Llama 3 / Qwen2 / Llama 2 from llama.cpp's vocab-only GGUFs, with the known fixes.
 
-    >>> build_gguf("llama3").doc["model"]["ignore_merges"]  # doctest: +SKIP
-    True
+    Example::
+
+        build_gguf("llama3").doc["model"]["ignore_merges"]  # True
     """
     member = f"vendor/llama.cpp/models/ggml-vocab-{GGUF_SOURCES[family]}.gguf"
     arch, vocab, meta = read_gguf_vocab(package_file(*LLAMA_CPP_SDIST, member, sdist=True))

@@ -5,8 +5,8 @@ Each family is built once into ``cache_dir()/tokenizers/<family>/`` (``tokenizer
 it encodes exactly like its reference. Run ``python -m tests.tokenizer_fixtures`` to build
 them and print where they are.
 
->>> build_fixture("cl100k")  # doctest: +SKIP
-PosixPath('/root/.cache/ttftscope/tokenizers/cl100k')
+>>> build_fixture("cl100k")  # doctest: +ELLIPSIS
+PosixPath('.../tokenizers/cl100k')
 """
 
 from __future__ import annotations
@@ -121,7 +121,7 @@ def _excerpt(text: str, offsets: list[tuple[int, int]], index: int) -> str:
 def verify(family: str, hf: tokenizers.Tokenizer, built: fb.Built) -> str:
     """Check ``hf`` against the family's reference; return a one-line summary or raise.
 
-    >>> verify("x", hf, fb.Built(doc={}))  # doctest: +SKIP
+    >>> verify("x", tokenizers.Tokenizer(tokenizers.models.BPE()), fb.Built(doc={}))
     'no reference'
     """
     checks: list[str] = []
@@ -186,8 +186,8 @@ def build_fixture(family: str) -> Path:
 
     Concurrent builders are safe: each writes a private folder and renames it into place.
 
-    >>> build_fixture("gpt2") / "tokenizer.json"  # doctest: +SKIP
-    PosixPath('/root/.cache/ttftscope/tokenizers/gpt2/tokenizer.json')
+    >>> (build_fixture("gpt2") / "tokenizer.json").is_file()
+    True
     """
     final = fixture_dir(family)
     if read_marker(final) is not None:
@@ -221,7 +221,7 @@ def build_fixture(family: str) -> Path:
 def build_all(families: Sequence[str] = FAMILIES) -> dict[str, Path]:
     """Build every family (or the ones named); return family → folder.
 
-    >>> sorted(build_all(["gpt2"]))  # doctest: +SKIP
+    >>> sorted(build_all(["gpt2"]))
     ['gpt2']
     """
     return {family: build_fixture(family) for family in families}
@@ -232,9 +232,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     ``--out`` sets the cache folder (same as ``TTFTSCOPE_CACHE_DIR``).
 
-    >>> main(["--family", "gpt2"])  # doctest: +SKIP
-    gpt2        built    2.1s  /root/.cache/ttftscope/tokenizers/gpt2  (...)
-    0
+    Prints one line per family (its build time varies), so not run as a test::
+
+        main(["--family", "gpt2"])
+        # gpt2        built    2.1s  /root/.cache/ttftscope/tokenizers/gpt2  (...)
     """
     parser = argparse.ArgumentParser(
         prog="python -m tests.tokenizer_fixtures",

@@ -3,8 +3,9 @@
 ``gguf.GGUFReader`` maps every array element to a numpy view and takes ~8 s on a 128K-token
 vocabulary; a straight ``struct`` walk of the header takes well under a second.
 
->>> read_gguf_metadata(Path("ggml-vocab-qwen2.gguf"))["general.architecture"]  # doctest: +SKIP
-'qwen2'
+Reading one of llama.cpp's vocab files (downloaded by the fixture builders)::
+
+    read_gguf_metadata(Path("ggml-vocab-qwen2.gguf"))["general.architecture"]  # 'qwen2'
 """
 
 from __future__ import annotations
@@ -68,9 +69,12 @@ class _Cursor:
 def read_gguf_metadata(path: Path) -> dict[str, Any]:
     """All metadata key/values of a GGUF (v2/v3) file; tensors are not read.
 
-    >>> read_gguf_metadata(Path("not-a-gguf.bin"))  # doctest: +SKIP
+    >>> _ = (result_dir / "not-a-gguf.bin").write_bytes(b"PK\\x03\\x04 a zip")
+    >>> read_gguf_metadata(result_dir / "not-a-gguf.bin")
     Traceback (most recent call last):
-    ttftscope.errors.TokenizerError: not-a-gguf.bin is not a GGUF file (magic b'...')
+    ...
+    ttftscope.TokenizerError: not-a-gguf.bin is not a GGUF file (magic b'PK\\x03\\x04')
+    ...
     """
     try:
         cur = _Cursor(path.read_bytes())

@@ -310,9 +310,16 @@ async def run_bench(
     request would repeat stops the run: the result's :meth:`BenchRun.raise_for_abort`
     raises it (after the summary is written).
 
-    >>> run = await run_bench(ep, BenchOptions(scale=0.05), result_dir=Path("r"))  # doctest: +SKIP
-    >>> run.summary["completed"], run.summary["p99_ttft_ms"]  # doctest: +SKIP
-    (100, 912.301)
+    >>> import asyncio
+    >>> from ttftscope import BenchOptions, Endpoint, run_bench
+    >>> ep = Endpoint(base_url=server_url, metrics_url=metrics_url, model="tiny-llama")
+    >>> opts = BenchOptions(sessions=2, num_prompts=4, scale=0.01, think_time_s=0, num_warmups=0)
+    >>> run = asyncio.run(run_bench(ep, opts, result_dir=result_dir,
+    ...                             count_tokens=lambda text: len(text) // 4))
+    >>> run.summary["completed"], run.summary["failed"], run.summary["p99_ttft_ms"] > 0
+    (4, 0, True)
+    >>> sorted(path.name for path in result_dir.iterdir())
+    ['bench-records.jsonl', 'bench-summary.json', 'samples.jsonl']
     """
     hooks = hooks or Hooks()
     files = ResultFiles.in_dir(result_dir, opts.shard)

@@ -209,7 +209,9 @@ def execute_bench(state: CliState, args: BenchArgs) -> BenchRun:
 
     Raises the failure that stopped the run, or the first failure when nothing completed.
 
-    >>> execute_bench(CliState(), args)  # doctest: +SKIP
+    What ``ttftscope bench`` does once its flags are parsed into ``args`` (a ``BenchArgs``)::
+
+        run = execute_bench(CliState(), args)  # prints the live table, then the summary
     """
     require_extra("bench")
     from ttftscope.bench.runner import Hooks, run_bench  # aiohttp: the bench extra's

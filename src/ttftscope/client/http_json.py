@@ -89,9 +89,11 @@ async def call_json(
 ) -> tuple[httpx.Response, Any]:
     """Send; retry what is worth retrying; return ``(response, parsed JSON)`` or raise.
 
-    >>> asyncio.run(call_json(httpx.AsyncClient(), "GET", "http://127.0.0.1:8000/v1/models",
-    ...                       api_key=None, timeout_s=5))  # doctest: +SKIP
-    (<Response [200 OK]>, {'object': 'list', 'data': [...]})
+    >>> async def models() -> tuple[httpx.Response, Any]:
+    ...     async with httpx.AsyncClient() as c:
+    ...         return await call_json(c, "GET", server_url + "/models", api_key=None, timeout_s=5)
+    >>> asyncio.run(models())
+    (<Response [200 OK]>, {'object': 'list', 'data': [{'id': 'tiny-llama', ...}, ...]})
     """
     hdrs = {**request_headers(api_key, headers), "Accept": "application/json"}
     secrets = [api_key, *header_secrets(headers)]

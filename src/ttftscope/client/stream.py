@@ -5,15 +5,15 @@ before the request is handed to httpx (body serialization happens before ``t0`` 
 on its own). Connection, body-sent and header times come from httpcore's ``trace`` extension.
 
 >>> import asyncio, httpx
->>> async def main() -> StreamResult:  # doctest: +SKIP
+>>> async def main() -> StreamResult:
 ...     async with httpx.AsyncClient() as c:
 ...         return await stream_completion(
-...             c, base_url="http://127.0.0.1:8000/v1", path="/chat/completions",
-...             body={"model": "m", "messages": [{"role": "user", "content": "hi"}]},
+...             c, base_url=server_url, path="/chat/completions",
+...             body={"model": "tiny-llama", "messages": [{"role": "user", "content": "hi"}]},
 ...             api_key=None, timeout_s=30)
->>> r = asyncio.run(main())  # doctest: +SKIP
->>> r.ok, r.ttft_ms  # doctest: +SKIP
-(True, 41.7)
+>>> r = asyncio.run(main())
+>>> r.ok, r.text, r.ttft_ms > 0
+(True, 'Hello wörld', True)
 """
 
 from __future__ import annotations
@@ -227,13 +227,16 @@ async def stream_completion(
     ``body_bytes``, when given, is sent verbatim (``serialize_ms`` is then 0); build it with
     :func:`encode_body`. ``timeout_s`` bounds connect, each write and each gap between reads.
 
-    >>> async def main() -> StreamResult:  # doctest: +SKIP
+    >>> import asyncio, httpx
+    >>> from ttftscope import stream_completion
+    >>> async def main() -> StreamResult:
     ...     async with httpx.AsyncClient() as c:
     ...         return await stream_completion(
-    ...             c, base_url="http://127.0.0.1:8000/v1", path="/completions",
-    ...             body={"model": "m", "prompt": [1, 2, 3]}, api_key=None, timeout_s=30)
-    >>> asyncio.run(main()).ok  # doctest: +SKIP
-    True
+    ...             c, base_url=server_url, path="/completions",
+    ...             body={"model": "tiny-llama", "prompt": [1, 2, 3]}, api_key=None, timeout_s=30)
+    >>> r = asyncio.run(main())
+    >>> r.ok, r.prompt_tokens, r.finish_reason
+    (True, 3, 'stop')
     """
     url = base_url.rstrip("/") + path
     ts = time.perf_counter_ns()
@@ -304,7 +307,7 @@ def raise_for_result(result: StreamResult) -> None:
     >>> raise_for_result(StreamResult(ok=False, error_kind=FailureKind.TIMEOUT, error="slow"))
     Traceback (most recent call last):
     ...
-    ttftscope.errors.RequestTimeout: slow
+    ttftscope.RequestTimeout: slow
     """
     if result.ok:
         return

@@ -1,8 +1,9 @@
 """Run the gateway: in the foreground (the CLI) or on a background thread (demo, tests).
 
->>> with BackgroundGateway(GatewaySettings()) as gw:  # doctest: +SKIP
-...     gw.base_url
-'http://127.0.0.1:41234/v1'
+It probes its upstreams on start (a real vLLM in the e2e tests), so not run here::
+
+    with BackgroundGateway(GatewaySettings()) as gw:
+        gw.base_url  # 'http://127.0.0.1:41234/v1'
 """
 
 from __future__ import annotations

@@ -19,9 +19,12 @@ Every path gives the ids of a full encode (the encoder is exact); a cache miss c
 never a wrong id. The cache is bounded by bytes (least recently used entries go first) and
 safe under concurrent requests: an entry is used by one request at a time.
 
->>> cache = SessionCache(load_tokenizer("o200k"), max_bytes=64 << 20)  # doctest: +SKIP
->>> asyncio.run(cache.encode("<|im_start|>system ...")).ids[:3]  # doctest: +SKIP
-[200264, 17360, 198]
+>>> cache = SessionCache(o200k_tok, max_bytes=64 << 20)  # a loaded tokenizer (load_tokenizer)
+>>> system = "You are terse. " * 40
+>>> first = asyncio.run(cache.encode(system + "Q: hi"))
+>>> turn = asyncio.run(cache.encode(system + "Q: hi A: hello Q: and?"))
+>>> first.path, turn.path, turn.ids == o200k_tok.encode(system + "Q: hi A: hello Q: and?")
+('full', 'append', True)
 """
 
 from __future__ import annotations

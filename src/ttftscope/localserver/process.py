@@ -6,9 +6,10 @@ itself in ``cache_dir()/localserver/state.json`` so that later calls and other p
 and reuse it (:mod:`.state`, which also chooses the port). Installation and the model build
 live in :mod:`.install` and :mod:`.model`.
 
->>> with running_server() as srv:  # doctest: +SKIP
-...     print(srv.base_url)
-http://127.0.0.1:40123/v1
+Starting vLLM takes minutes the first time (the e2e tests run it), so not run here::
+
+    with running_server() as srv:
+        print(srv.base_url)  # http://127.0.0.1:40123/v1
 """
 
 from __future__ import annotations
@@ -133,8 +134,9 @@ def status() -> LocalServer | None:
 
     A state file whose process is gone is removed.
 
-    >>> status() is None or status().port > 0  # doctest: +SKIP
-    True
+    Reads the machine's state file, so not run as a test::
+
+        status()  # None, or LocalServer(base_url='http://127.0.0.1:8000/v1', port=8000, ...)
     """
     server = read_state()
     if server is None:
@@ -180,8 +182,9 @@ def start(
     Installs vLLM and builds the tiny model first if needed (minutes, once). Without ``port``
     it starts on 8000 when that is free, else on a free port (said through ``progress``).
 
-    >>> start().model  # doctest: +SKIP
-    'ttftscope-tiny'
+    Starts vLLM, so not run as a test::
+
+        start().model  # 'ttftscope-tiny'
     """
     return ensure_started(port, extra_args=extra_args, wait_s=wait_s, progress=progress).server
 
@@ -206,8 +209,9 @@ def ensure_started(
     Reuse and launch are decided under the start lock, so a caller that stops only what it
     launched never stops a server another process started meanwhile.
 
-    >>> ensure_started().launched  # doctest: +SKIP
-    False
+    Starts vLLM, so not run as a test::
+
+        ensure_started().launched  # False: a server was already running
     """
     say = progress or say_stderr
     with _start_lock():
@@ -335,8 +339,9 @@ def stop(grace_s: float = STOP_GRACE_S, *, only_pid: int | None = None) -> bool:
     ``only_pid``, a recorded server with another pid (started by someone else after ours
     ended) is left alone.
 
-    >>> stop()  # doctest: +SKIP
-    True
+    Stops the machine's local server, so not run as a test::
+
+        stop()  # True when one was running
     """
     server = read_state()
     if server is None or (only_pid is not None and server.pid != only_pid):
@@ -384,9 +389,10 @@ def running_server(
 ) -> Iterator[LocalServer]:
     """Start a server for the block and stop it afterwards (unless it was already running).
 
-    >>> with running_server() as srv:  # doctest: +SKIP
-    ...     srv.port > 0
-    True
+    Starts vLLM, so not run as a test::
+
+        with running_server() as srv:
+            srv.port > 0  # True
     """
     started = ensure_started(port, extra_args=extra_args, wait_s=wait_s, progress=progress)
     try:

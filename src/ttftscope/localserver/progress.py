@@ -65,7 +65,7 @@ DEFAULT_PACE = Pace()
 def say_stderr(line: str) -> None:
     """The default :data:`Progress`: one flushed ``[ttftscope]`` line on stderr.
 
-    >>> say_stderr("hello")  # doctest: +SKIP
+    >>> say_stderr("hello")  # [ttftscope] hello, on stderr
     """
     print(f"[ttftscope] {line}", file=sys.stderr, flush=True)
 

@@ -56,7 +56,9 @@ def state_path() -> Path:
 def write_state(server: LocalServer, path: Path | None = None) -> None:
     """Atomically record ``server`` in the state file.
 
-    >>> write_state(LocalServer("u", 1, 2, "m", "l"), Path("/tmp/s.json"))  # doctest: +SKIP
+    >>> write_state(LocalServer("u", 1, 2, "m", "l"), result_dir / "state.json")
+    >>> read_state(result_dir / "state.json")
+    LocalServer(base_url='u', port=1, pid=2, model='m', log_path='l', started_at=0.0)
     """
     path = path or state_path()
     tmp = path.with_name(path.name + ".tmp")

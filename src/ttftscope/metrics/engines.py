@@ -97,8 +97,12 @@ def breakdown(
     ``model`` filters on the ``model_name`` label; ``match`` adds any other label filter
     (e.g. ``{"engine": "0"}`` for one vLLM data-parallel engine).
 
-    >>> from ttftscope.metrics.prom import parse, delta as d
-    >>> breakdown(d(parse("", taken_ns=0), parse("", taken_ns=0))).engine
+    >>> from ttftscope import metrics_delta, parse_metrics, server_breakdown
+    >>> text = '# TYPE vllm:num_requests_waiting gauge\\nvllm:num_requests_waiting 3\\n'
+    >>> before, after = parse_metrics(text, taken_ns=0), parse_metrics(text, taken_ns=10**9)
+    >>> b = server_breakdown(metrics_delta(before, after)); b.engine, b.waiting
+    ('vllm-v1', 3.0)
+    >>> server_breakdown(metrics_delta(parse_metrics(""), parse_metrics(""))).engine
     'unknown'
     """
     engine = detect_engine(delta)

@@ -133,9 +133,10 @@ def parse(text: str, *, source: str = "<text>", taken_ns: int | None = None) -> 
     type (a declared one over the parser's "unknown"). Both become ``notes``. Size caps, line
     ends, the BOM and the other guards: :mod:`ttftscope.metrics.exposition`.
 
-    >>> parse('# TYPE q counter\\nq_total{m="a"} 3\\n').value("q_total")
+    >>> from ttftscope import parse_metrics
+    >>> parse_metrics('# TYPE q counter\\nq_total{m="a"} 3\\n').value("q_total")
     3.0
-    >>> parse("g 1\\ng 2\\n").value("g"), parse("g 1\\ng 2\\n").notes[0][:38]
+    >>> twice = parse_metrics("g 1\\ng 2\\n"); twice.value("g"), twice.notes[0][:38]
     (1.0, '1 series appear more than once (e.g. g')
     """
     samples, families, sample_family, notes = _collect(*read_families(text, source))
@@ -262,9 +263,10 @@ def _series_id(grp: tuple[str, Labels]) -> str:
 def delta(before: MetricsSnapshot, after: MetricsSnapshot) -> MetricsDelta:
     """``after − before`` for counters/histograms (restarts detected), gauges as in ``after``.
 
-    >>> a = parse('# TYPE c counter\\nc_total 5\\n# TYPE g gauge\\ng 2\\n', taken_ns=0)
-    >>> b = parse('# TYPE c counter\\nc_total 7\\n# TYPE g gauge\\ng 1\\n', taken_ns=10**9)
-    >>> d = delta(a, b); (d.value("c_total"), d.value("g"), d.elapsed_s)
+    >>> from ttftscope import metrics_delta, parse_metrics
+    >>> a = parse_metrics('# TYPE c counter\\nc_total 5\\n# TYPE g gauge\\ng 2\\n', taken_ns=0)
+    >>> b = parse_metrics('# TYPE c counter\\nc_total 7\\n# TYPE g gauge\\ng 1\\n', taken_ns=10**9)
+    >>> d = metrics_delta(a, b); (d.value("c_total"), d.value("g"), d.elapsed_s)
     (2.0, 1.0, 1.0)
     """
     if after.taken_ns < before.taken_ns:

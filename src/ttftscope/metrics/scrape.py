@@ -154,8 +154,10 @@ def scrape(
 ) -> MetricsSnapshot:
     """GET ``url`` and parse it; raise :class:`MetricsError` saying what to fix.
 
-    >>> scrape("http://127.0.0.1:8000/metrics").has("vllm:num_requests_running")  # doctest: +SKIP
-    True
+    >>> from ttftscope import scrape_metrics
+    >>> snap = scrape_metrics(metrics_url)  # e.g. "http://127.0.0.1:8000/metrics"
+    >>> snap.has("vllm:num_requests_running"), snap.value("vllm:prefix_cache_hits_total")
+    (True, 568064.0)
     """
     own = client is None
     http = httpx.Client(timeout=timeout) if client is None else client
@@ -183,7 +185,10 @@ async def ascrape(
 ) -> MetricsSnapshot:
     """Async twin of :func:`scrape`.
 
-    >>> await ascrape("http://127.0.0.1:8000/metrics")  # doctest: +SKIP
+    >>> import asyncio
+    >>> from ttftscope import ascrape_metrics
+    >>> asyncio.run(ascrape_metrics(metrics_url)).value("vllm:num_requests_waiting")
+    0.0
     """
     own = client is None
     http = httpx.AsyncClient(timeout=timeout) if client is None else client

@@ -348,7 +348,15 @@ async def run_probe(
 ) -> ProbeRun:
     """Run the whole probe and return every record (also streamed to ``writer``).
 
-    >>> # asyncio.run(run_probe(Endpoint.from_settings(s), ProbeOptions(context_tokens=[0])))
+    >>> import asyncio
+    >>> from ttftscope import Endpoint, ProbeOptions, run_probe, summarize_probe
+    >>> ep = Endpoint(base_url=server_url, metrics_url=metrics_url, model="tiny-llama")
+    >>> opts = ProbeOptions(repeat=2, num_warmups=1, metrics_settle_s=0)
+    >>> run = asyncio.run(run_probe(ep, opts))
+    >>> [(r.phase, r.ok) for r in run.records]
+    [('cold', True), ('warmup', True), ('warm', True), ('warm', True)]
+    >>> summarize_probe(run.records, model=ep.model, base_url=ep.base_url)["completed"]
+    4
     """
     limits = httpx.Limits(max_connections=4, max_keepalive_connections=4)
     check_sizes(opts)

@@ -106,7 +106,8 @@ def summarize(
 ) -> dict[str, Any]:
     """Flat summary: overall warm chat statistics, A/B figures, counts and per-group rows.
 
-    >>> summarize([], model="m", base_url="u")["completed"]
+    >>> from ttftscope import summarize_probe
+    >>> summarize_probe([], model="m", base_url="u")["completed"]
     0
     """
     chat = usable(r for r in records if r.variant == "chat")

@@ -9,9 +9,9 @@ turns, a generation prompt replaced by the answer), so the session never assumes
 :class:`~ttftscope.tokenization.incremental.IncrementalEncoder` compares each rendered prompt
 with the previous one by longest common prefix.
 
->>> s = ChatSession(load_tokenizer("qwen2"))  # doctest: +SKIP
->>> s.encode([{"role": "user", "content": "hi"}])[:3]  # doctest: +SKIP
-[151644, 872, 198]
+>>> s = ChatSession(qwen2_tok)  # a loaded tokenizer with a chat template (load_tokenizer)
+>>> s.encode([{"role": "user", "content": "hi"}])[:3]
+[151644, 8948, 198]
 """
 
 from __future__ import annotations
@@ -207,10 +207,14 @@ class ChatSession:
     ``encode(messages)`` equals ``tok.encode(render(messages))``; special-token text in the
     rendered prompt becomes special ids, as vLLM tokenizes a rendered chat prompt.
 
-    >>> s = ChatSession(load_tokenizer("qwen2"))  # doctest: +SKIP
-    >>> s.encode([{"role": "user", "content": "hi"}]) == s.full_encode(  # doctest: +SKIP
-    ...     [{"role": "user", "content": "hi"}])
+    >>> from ttftscope import ChatSession
+    >>> s = ChatSession(qwen2_tok)  # load_tokenizer(<a model folder with a chat template>)
+    >>> turn = [{"role": "user", "content": "hi"}]
+    >>> s.encode(turn) == s.full_encode(turn)
     True
+    >>> turn += [{"role": "assistant", "content": "Hello!"}, {"role": "user", "content": "And?"}]
+    >>> s.encode(turn) == s.full_encode(turn), s.stats.path, s.stats.last_reused_tokens
+    (True, 'append', 17)
     """
 
     def __init__(
@@ -254,7 +258,7 @@ class ChatSession:
     ) -> list[int]:
         """Render, then encode incrementally against the previous prompt of this session.
 
-        >>> session.encode([{"role": "user", "content": "hi"}])  # doctest: +SKIP
+        >>> ChatSession(qwen2_tok).encode([{"role": "user", "content": "hi"}])[-9:]
         [151644, 872, 198, 6023, 151645, 198, 151644, 77091, 198]
         """
         self.last_prompt = self.render(messages, add_generation_prompt, tools, **kwargs)
@@ -268,7 +272,7 @@ class ChatSession:
     ) -> list[int]:
         """Reference: render and encode from scratch (no cache).
 
-        >>> session.full_encode([{"role": "user", "content": "hi"}])  # doctest: +SKIP
+        >>> ChatSession(qwen2_tok).full_encode([{"role": "user", "content": "hi"}])[-9:]
         [151644, 872, 198, 6023, 151645, 198, 151644, 77091, 198]
         """
         text = self.render(messages, add_generation_prompt, **kwargs)

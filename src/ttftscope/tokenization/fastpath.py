@@ -166,8 +166,11 @@ def _forms(norm: dict[str, Any] | None) -> list[str] | None:
 class FastWindow:
     """Encode a window like ``full.encode(window)`` (ids, ``2*end+flag`` words), or say None.
 
-    >>> fw = FastWindow.build(doc, full, table)  # doctest: +SKIP
-    >>> fw.encode("x = 1\\n", 0)  # doctest: +SKIP
+    >>> from ttftscope.tokenization.window_engines import engines_for
+    >>> fw = engines_for(o200k_tok).fast  # FastWindow.build(doc, full, table), where it applies
+    >>> ids, words = fw.encode("y; x = 1\\n", 3)  # the window starts at character 3
+    >>> ids == o200k_tok.encode("x = 1\\n"), [w // 2 for w in words]
+    (True, [4, 6, 7, 8, 9])
     """
 
     def __init__(

@@ -56,8 +56,8 @@ No proof, so the window must reproduce the cached tokens over an overlap ending 
 character boundary (all byte-fallback tokens of one character stay together); the splice is
 at the end of that overlap. No overlap: widen the window 4x, up to 3 times; then full encode.
 
->>> enc = IncrementalEncoder(load_tokenizer("o200k"))  # doctest: +SKIP
->>> enc.encode("hello") == enc.encode("hello")  # doctest: +SKIP
+>>> enc = IncrementalEncoder(o200k_tok)  # a loaded tokenizer (load_tokenizer)
+>>> enc.encode("hello") == enc.encode("hello") == o200k_tok.encode("hello")
 True
 """
 
@@ -130,9 +130,16 @@ class IncrementalEncoder:
     flags, or swapping in a model of the same type, size and flags, only by encoders created
     afterwards (reading those costs ~0.2 ms per call, or a model's whole vocabulary).
 
-    >>> enc = IncrementalEncoder(load_tokenizer("o200k"))  # doctest: +SKIP
-    >>> enc.encode("def f():\\n") == load_tokenizer("o200k").encode("def f():\\n")  # doctest: +SKIP
+    >>> from ttftscope import IncrementalEncoder
+    >>> tok = o200k_tok  # load_tokenizer(<o200k's tokenizer.json, its folder or .tiktoken file>)
+    >>> enc = IncrementalEncoder(tok)
+    >>> code = "def f(x):\\n    return x + 1\\n\\n" * 40
+    >>> len(enc.encode(code)), enc.stats.path
+    (440, 'full')
+    >>> enc.encode(code + "print(f(2))\\n") == tok.encode(code + "print(f(2))\\n")
     True
+    >>> enc.stats.path, enc.stats.last_reused_tokens
+    ('append', 433)
     """
 
     def __init__(
@@ -154,7 +161,11 @@ class IncrementalEncoder:
     def reset(self) -> None:
         """Forget the cached text; the next call is a full encode.
 
-        >>> enc.reset()  # doctest: +SKIP
+        >>> enc = IncrementalEncoder(o200k_tok)
+        >>> code = "def f(x):\\n    return x + 1\\n\\n" * 40
+        >>> _ = enc.encode(code); enc.reset()
+        >>> _ = enc.encode(code + "f(2)\\n"); enc.stats.path  # 'append' without the reset
+        'full'
         """
         self._text = None
         self._ids = []
@@ -164,15 +175,17 @@ class IncrementalEncoder:
     def cached_bytes(self) -> int:
         """Bytes held per call in the ids list and the offsets array (ints are shared).
 
-        >>> enc.cached_bytes  # doctest: +SKIP
-        1200056
+        >>> enc = IncrementalEncoder(o200k_tok)
+        >>> empty = enc.cached_bytes
+        >>> _ = enc.encode("hello world " * 100); enc.cached_bytes > empty
+        True
         """
         return sys.getsizeof(self._ids) + self._ends.buffer_info()[1] * self._ends.itemsize
 
     def encode(self, text: str) -> list[int]:
         """Token ids of ``text``, equal to a full encode with the same settings.
 
-        >>> enc.encode("hello world")  # doctest: +SKIP
+        >>> IncrementalEncoder(o200k_tok).encode("hello world")
         [24912, 2375]
         """
         t0 = time.perf_counter()
@@ -222,7 +235,14 @@ class IncrementalEncoder:
 
         The two evolve independently; copying the state costs about a list copy of the ids.
 
-        >>> other = enc.fork()  # doctest: +SKIP
+        >>> enc = IncrementalEncoder(o200k_tok)
+        >>> shared = "def f(x):\\n    return x + 1\\n\\n" * 40
+        >>> _ = enc.encode(shared)
+        >>> other = enc.fork()
+        >>> other.encode(shared + "# end\\n") == o200k_tok.encode(shared + "# end\\n")
+        True
+        >>> other.stats.last_reused_tokens, enc.stats.calls
+        (433, 1)
         """
         self._harvest(wait=False)
         other = IncrementalEncoder.__new__(IncrementalEncoder)
@@ -236,7 +256,10 @@ class IncrementalEncoder:
     def flush(self) -> None:
         """Wait for pending shadow checks and account for them (tests, shutdown).
 
-        >>> enc.flush()  # doctest: +SKIP
+        >>> enc = IncrementalEncoder(o200k_tok, shadow_every=1)
+        >>> _ = enc.encode("a"); _ = enc.encode("ab"); enc.flush()
+        >>> enc.stats.shadow_checks, enc.stats.shadow_mismatches
+        (2, 0)
         """
         self._harvest(wait=True)
 

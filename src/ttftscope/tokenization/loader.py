@@ -4,8 +4,8 @@ Accepted: a ``tokenizer.json``; a model folder holding one (plus optional
 ``tokenizer_config.json`` / ``chat_template.jinja``); a ``.tiktoken`` / ``.tiktoken.gz`` rank
 file (converted once, cached under ``cache_dir()/tokenizers/converted``).
 
->>> tok = load_tokenizer("~/.cache/ttftscope/tokenizers/cl100k")  # doctest: +SKIP
->>> tok.encode("hello world")  # doctest: +SKIP
+>>> tok = load_tokenizer(cl100k_dir)  # e.g. "~/.cache/ttftscope/tokenizers/cl100k"
+>>> tok.encode("hello world")
 [15339, 1917]
 """
 
@@ -77,7 +77,7 @@ class Tokenizer:
 
         ``add_special_tokens`` applies the post-processor (e.g. a BOS for Llama-style models).
 
-        >>> load_tokenizer("cl100k").encode("hi there")  # doctest: +SKIP
+        >>> cl100k_tok.encode("hi there")  # cl100k_tok = load_tokenizer(<cl100k folder>)
         [6151, 1070]
         """
         ids: list[int] = self.hf.encode(text, add_special_tokens=add_special_tokens).ids
@@ -91,7 +91,7 @@ class Tokenizer:
         Tokens holding part of a multi-byte character all point at that whole character;
         tokens the post-processor adds have the empty span ``(0, 0)``.
 
-        >>> load_tokenizer("cl100k").encode_with_offsets("hi there")  # doctest: +SKIP
+        >>> cl100k_tok.encode_with_offsets("hi there")
         ([6151, 1070], [(0, 2), (2, 8)])
         """
         enc = self.hf.encode(text, add_special_tokens=add_special_tokens)
@@ -100,7 +100,7 @@ class Tokenizer:
     def decode(self, ids: Sequence[int]) -> str:
         """Text of ``ids``, special tokens included.
 
-        >>> load_tokenizer("cl100k").decode([6151, 1070])  # doctest: +SKIP
+        >>> cl100k_tok.decode([6151, 1070])
         'hi there'
         """
         text: str = self.hf.decode(list(ids), skip_special_tokens=False)
@@ -109,8 +109,8 @@ class Tokenizer:
     def token_to_id(self, token: str) -> int | None:
         """Id of a vocabulary or added token string, or None.
 
-        >>> load_tokenizer("cl100k").token_to_id("<|endoftext|>")  # doctest: +SKIP
-        100257
+        >>> cl100k_tok.token_to_id("<|endoftext|>"), cl100k_tok.token_to_id("no such token")
+        (100257, None)
         """
         tid: int | None = self.hf.token_to_id(token)
         return tid
@@ -118,7 +118,8 @@ class Tokenizer:
     def to_json(self) -> dict[str, Any]:
         """The full ``tokenizer.json`` document (normalizer, pre_tokenizer, model, added_tokens).
 
-        >>> load_tokenizer("cl100k").to_json()["model"]["type"]  # doctest: +SKIP
+        >>> bare = Tokenizer(tokenizers.Tokenizer(tokenizers.models.BPE()), Path("x"), "x")
+        >>> bare.to_json()["model"]["type"]
         'BPE'
         """
         doc: dict[str, Any] = json.loads(self.hf.to_str())
@@ -145,10 +146,14 @@ def _added_tokens(hf: tokenizers.Tokenizer) -> list[AddedTokenInfo]:
 def load_tokenizer(path: str | Path) -> Tokenizer:
     """Load a ``tokenizer.json``, a model folder, or a ``.tiktoken[.gz]`` rank file.
 
+    >>> from ttftscope import load_tokenizer
+    >>> tok = load_tokenizer(cl100k_dir / "tokenizer.json")  # or the folder, or a .tiktoken
+    >>> tok.encode("hello world"), tok.decode([15339, 1917])
+    ([15339, 1917], 'hello world')
     >>> load_tokenizer("/nope")
     Traceback (most recent call last):
     ...
-    ttftscope.errors.TokenizerError: tokenizer path /nope does not exist...
+    ttftscope.TokenizerError: tokenizer path /nope does not exist...
     """
     try:
         return _load_path(Path(path).expanduser())

@@ -31,7 +31,10 @@ vocabulary token holds such a "▁") and around each ASCII character no merge re
 (digits and line feed, in Llama 2 and Mistral). A window holding any added token's text (raw or
 normalized) is left to HF (None), as HF splits those out before the model runs.
 
->>> SpaceWindow.build(doc, window, table)  # doctest: +SKIP
+>>> from ttftscope.tokenization.window_engines import engines_for
+>>> window = engines_for(llama2_tok).space  # SpaceWindow.build(doc, window, table)
+>>> window.encode("a x = 1", 1)[0] == llama2_tok.encode("x = 1")
+True
 """
 
 from __future__ import annotations
@@ -183,7 +186,10 @@ def word_regex(lone: str) -> re.Pattern[str]:
 class SpaceWindow:
     """Encode a mid-segment SentencePiece window like the window tokenizer, from cached chunks.
 
-    >>> SpaceWindow.build(doc, window, table).encode("\\u2581x = 1", 0)  # doctest: +SKIP
+    >>> from ttftscope.tokenization.window_engines import engines_for
+    >>> ids, words = engines_for(llama2_tok).space.encode("\\u2581x = 1", 0)
+    >>> ids == llama2_tok.encode("x = 1"), [w // 2 for w in words]
+    (True, [2, 4, 5, 6])
     """
 
     def __init__(

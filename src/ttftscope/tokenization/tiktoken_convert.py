@@ -104,8 +104,11 @@ def adapt_pattern(pat_str: str) -> str:
 def read_rank_file(path: Path) -> tuple[dict[bytes, int], str]:
     """Parse a ``.tiktoken`` (or gzipped) rank file; return ranks and the sha256 of its text.
 
-    >>> read_rank_file(Path("cl100k_base.tiktoken.gz"))  # doctest: +SKIP
-    ({b'!': 0, ...}, '2239...')
+    >>> path = result_dir / "bytes.tiktoken"  # one token per byte value, rank = the byte
+    >>> _ = path.write_text("".join(f"{base64.b64encode(bytes([b])).decode()} {b}\\n"
+    ...                             for b in range(256)))
+    >>> ranks, digest = read_rank_file(path); len(ranks), ranks[b"a"], len(digest)
+    (256, 97, 64)
     """
     try:
         raw = path.read_bytes()
@@ -202,7 +205,7 @@ def recognise(path: Path, ranks: Mapping[bytes, int], digest: str) -> TiktokenSp
     >>> recognise(Path("x.tiktoken"), {b"a": 0}, "0" * 64)
     Traceback (most recent call last):
     ...
-    ttftscope.errors.TokenizerError: x.tiktoken: unrecognised tiktoken rank file (1 ranks)...
+    ttftscope.TokenizerError: x.tiktoken: unrecognised tiktoken rank file (1 ranks)...
     """
     spec = _sidecar_spec(path)
     if spec is not None:
@@ -333,8 +336,14 @@ def convert_rank_file(path: Path, cache_folder: Path) -> tuple[Path, TiktokenSpe
     The cache key covers the rank file, the spec (so a new sidecar re-converts) and
     :data:`CONVERTER_VERSION`.
 
-    >>> convert_rank_file(Path("o200k_base.tiktoken.gz"), cache_dir())  # doctest: +SKIP
-    (PosixPath('.../tiktoken-3f2a....json'), TiktokenSpec(name='o200k_base', ...))
+    >>> path = result_dir / "bytes.tiktoken"  # an unknown rank file, told by its sidecar
+    >>> _ = path.write_text("".join(f"{base64.b64encode(bytes([b])).decode()} {b}\\n"
+    ...                             for b in range(256)))
+    >>> sidecar = {"pat_str": r"\\S+", "special_tokens": {"<|end|>": 256}}
+    >>> _ = Path(f"{path}.json").write_text(json.dumps(sidecar))
+    >>> out, spec = convert_rank_file(path, result_dir / "cache")
+    >>> out.parent.name, out.suffix, spec.special_tokens
+    ('cache', '.json', {'<|end|>': 256})
     """
     ranks, digest = read_rank_file(path)
     spec = recognise(path, ranks, digest)

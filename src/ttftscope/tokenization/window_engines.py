@@ -122,8 +122,8 @@ _CACHE: weakref.WeakKeyDictionary[Any, Engines] = weakref.WeakKeyDictionary()
 def engines_for(tok: HasHF | tokenizers.Tokenizer) -> Engines:
     """Build (or reuse) the engines of a loaded tokenizer or a bare ``tokenizers.Tokenizer``.
 
-    >>> engines_for(load_tokenizer("o200k")).plan.mode  # doctest: +SKIP
-    'regex'
+    >>> engines_for(o200k_tok).plan.mode, engines_for(o200k_tok) is engines_for(o200k_tok)
+    ('regex', True)
     """
     try:
         found = _CACHE.get(tok)

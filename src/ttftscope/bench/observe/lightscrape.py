@@ -80,8 +80,11 @@ async def light_scrape(
 ) -> MetricsSnapshot:
     """GET ``url`` and parse only the sampled series; :class:`MetricsError` on any fault.
 
-    >>> snap = await light_scrape(client, "http://127.0.0.1:8000/metrics")  # doctest: +SKIP
-    >>> snap.value("vllm:num_requests_waiting")  # doctest: +SKIP
+    >>> import asyncio
+    >>> async def main() -> MetricsSnapshot:
+    ...     async with httpx.AsyncClient() as client:
+    ...         return await light_scrape(client, metrics_url)
+    >>> asyncio.run(main()).value("vllm:num_requests_waiting")
     0.0
     """
     start = time.monotonic_ns()

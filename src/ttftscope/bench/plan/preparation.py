@@ -64,7 +64,7 @@ def check_fits(
     >>> check_fits([SessionPlan(0, 200_000, ())], 131072, 16, "m")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ttftscope.errors.ConfigError: session 0 would grow to ~200,016 tokens, above m's ...
+    ttftscope.ConfigError: session 0 would grow to ~200,016 tokens, above m's ...
     """
     if max_model_len is None or not plans:
         return
@@ -102,10 +102,11 @@ async def prepare(
 ) -> Prepared:
     """Resolve the model, plan (or read) the workload, check it fits, build this shard's.
 
-    >>> opts = BenchOptions(scale=0.05)
-    >>> prep = await prepare(ep, opts, targets, client, None, print)  # doctest: +SKIP
-    >>> len(prep.conversations), prep.run_id  # doctest: +SKIP
-    (8, 'bench-33cdd35437')
+    Inside a run (``client`` an ``httpx.AsyncClient``; no ``count_tokens``: the server's
+    ``/tokenize`` counts)::
+
+        prep = await prepare(ep, BenchOptions(scale=0.05), targets, client, None, print)
+        len(prep.conversations), prep.run_id  # (8, 'bench-33cdd35437')
     """
     if not ep.model:
         ep.model = await ep.discover_model(client)

@@ -141,10 +141,11 @@ async def send(
     """Send one streaming request of ``who.api`` and build its record; never raises for
     faults.
 
-    >>> body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
-    >>> sent = await send(client, who, body, timeout_s=60)  # doctest: +SKIP
-    >>> sent.record.ok, sent.record.client_ttft_ms  # doctest: +SKIP
-    (True, 41.7)
+    Inside a run (``client`` a :class:`StreamClient`, ``who`` the workload's next turn)::
+
+        body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+        sent = await send(client, who, body, timeout_s=60)
+        sent.record.ok, sent.record.client_ttft_ms  # (True, 41.7)
     """
     t = time.perf_counter_ns()
     content = encode_stream_body(body, who.api)

@@ -64,13 +64,17 @@ class StreamClient:
     A worker has one request in flight, so ``connections`` (one per target) is its whole
     pool, and no worker waits on another's.
 
-    >>> import asyncio
-    >>> async def main() -> None:
+    >>> import asyncio, json
+    >>> messages = [{"role": "user", "content": "hi"}]
+    >>> body = {"model": "tiny-llama", "stream": True, "messages": messages}
+    >>> async def main() -> tuple[StreamResult, list[int]]:
     ...     async with StreamClient() as client:
-    ...         result, stamps = await client.stream(
-    ...             "http://127.0.0.1:8000/v1/chat/completions", b"{}", api_key=None,
+    ...         return await client.stream(
+    ...             server_url + "/chat/completions", json.dumps(body).encode(), api_key=None,
     ...             timeout_s=30)
-    >>> asyncio.run(main())  # doctest: +SKIP
+    >>> result, stamps = asyncio.run(main())
+    >>> result.ok, result.text, len(stamps) >= 1  # chunks read together share one stamp
+    (True, 'Hello wörld', True)
     """
 
     def __init__(self, *, connections: int = 1, tls: ssl.SSLContext | None = None) -> None:
