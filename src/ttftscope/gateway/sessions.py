@@ -141,14 +141,13 @@ class SessionCache:
         t0 = time.perf_counter()
         try:
             if inline:
-                ids = entry.encoder.encode(prompt)
+                ids, ids_json = _encode(entry, prompt)
             else:
-                ids = await self.pool.run_admitted(entry.encoder.encode, prompt)
+                ids, ids_json = await self.pool.run_admitted(_encode, entry, prompt)
         except BaseException:
             self._drop(entry_id)
             raise
         stats = entry.encoder.stats
-        ids_json = entry.json.update(ids, min(stats.last_reused_tokens, len(ids)))
         kept = entry.encoder.utf8  # the same bytes: keep one copy
         entry.prompt = kept if len(kept) == len(data) else data
         entry.busy = False
@@ -232,6 +231,16 @@ class SessionCache:
                 del self._buckets[entry.key]
         self.stats.entries = len(self._entries)
         return entry.nbytes
+
+
+def _encode(entry: _Entry, prompt: str) -> tuple[list[int], bytes]:
+    """The ids of ``prompt`` and their JSON, from ``entry`` (busy: only this call uses it).
+
+    Runs on a worker thread for long encodes: the JSON of 100K fresh ids takes ~2 ms too.
+    """
+    ids = entry.encoder.encode(prompt)
+    kept = min(entry.encoder.stats.last_reused_tokens, len(ids))
+    return ids, entry.json.update(ids, kept)
 
 
 def _may_share_more(old: bytes, new: bytes, shared: int) -> bool:
