@@ -211,17 +211,28 @@ JSON = {"content-type": "application/json"}
 
 
 async def small_chats(
-    client: aiohttp.ClientSession, url: str, every_s: float, stop: asyncio.Event, out: list[float]
+    client: aiohttp.ClientSession,
+    url: str,
+    every_s: float,
+    stop: asyncio.Event,
+    out: list[float],
+    failed: list[int],
 ) -> None:
     """One small non-streaming chat every ``every_s`` until ``stop``; latencies in ms."""
     pending: set[asyncio.Task[None]] = set()
 
     async def one() -> None:
         t0 = time.perf_counter()
-        async with client.post(url, data=SMALL, headers=JSON) as resp:
-            await resp.read()
-            if resp.status == 200:
-                out.append((time.perf_counter() - t0) * 1000)
+        try:
+            async with client.post(url, data=SMALL, headers=JSON) as resp:
+                await resp.read()
+                ok = resp.status == 200
+        except aiohttp.ClientError:
+            ok = False
+        if ok:
+            out.append((time.perf_counter() - t0) * 1000)
+        else:
+            failed.append(1)
 
     while not stop.is_set():
         task = asyncio.create_task(one())
@@ -237,22 +248,25 @@ async def turn(
 ) -> None:
     """Send turn ``t`` of ``conv`` as a ``kind`` client (normal, slow, leaving)."""
     headers = {"content-type": "application/json", "x-ttftscope-session": f"soak-{conv.index}"}
-    async with client.post(url, data=conv.turns[t], headers=headers) as resp:
-        if resp.status == 503:
-            tally.refused += 1
-            return
-        if resp.status != 200:
-            tally.errors.append(f"HTTP {resp.status}: {(await resp.read())[:200]!r}")
-            return
-        first = b""
-        async for chunk in resp.content.iter_any():
-            if not first:
-                first = chunk
-                if kind == "leaving":
-                    tally.left += 1
-                    break
-            if kind == "slow":
-                await asyncio.sleep(0.02)
+    first = b""
+    try:
+        async with client.post(url, data=conv.turns[t], headers=headers) as resp:
+            if resp.status != 200:
+                tally.refused += resp.status == 503
+                if resp.status != 503:
+                    tally.errors.append(f"HTTP {resp.status}: {(await resp.read())[:200]!r}")
+                return
+            async for chunk in resp.content.iter_any():
+                if not first:
+                    first = chunk
+                    if kind == "leaving":
+                        tally.left += 1
+                        break
+                if kind == "slow":
+                    await asyncio.sleep(0.02)
+    except aiohttp.ClientError as exc:
+        tally.errors.append(f"{type(exc).__name__}: {exc}")
+        return
     match = re.search(rb'"id":"([^"]+)"', first)
     if conv.expected and match:
         tally.verified += 1
@@ -266,18 +280,22 @@ def p99(values: list[float]) -> float:
 async def drive(args: argparse.Namespace, base: str, convs: list[Conversation]) -> dict[str, Any]:
     url = base + "/v1/chat/completions"
     tally = Tally()
-    connector = aiohttp.TCPConnector(limit=0)
+    # idle connections closed before the gateway's own keep-alive timeout (5 s) closes them
+    connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=3)
     timeout = aiohttp.ClientTimeout(total=600)
     async with aiohttp.ClientSession(connector=connector, timeout=timeout) as client:
         for _ in range(20):  # warm-up: connections, the template, the small chat's session
             async with client.post(url, data=SMALL, headers=JSON) as resp:
                 await resp.read()
         phases: dict[str, list[float]] = {"idle": [], "cold": [], "churn": []}
+        small_failed: list[int] = []
         every = args.small_every_ms / 1000
 
         async def with_small_chats(name: str, work: Awaitable[Any]) -> float:
             stop = asyncio.Event()
-            ticker = asyncio.create_task(small_chats(client, url, every, stop, phases[name]))
+            ticker = asyncio.create_task(
+                small_chats(client, url, every, stop, phases[name], small_failed)
+            )
             t0 = time.perf_counter()
             await work
             stop.set()
@@ -304,7 +322,13 @@ async def drive(args: argparse.Namespace, base: str, convs: list[Conversation]) 
                     await turn(client, url, conv, t, kind, tally)
 
         churn_s = await with_small_chats("churn", asyncio.gather(*(conversation(c) for c in convs)))
-    return {"phases": phases, "tally": tally, "cold_s": cold_s, "churn_s": churn_s}
+    return {
+        "phases": phases,
+        "tally": tally,
+        "cold_s": cold_s,
+        "churn_s": churn_s,
+        "small_failed": len(small_failed),
+    }
 
 
 def main() -> None:
@@ -317,7 +341,7 @@ def main() -> None:
     ap.add_argument("--turns", type=int, default=3, help="turns per conversation")
     ap.add_argument("--concurrency", type=int, default=6)
     ap.add_argument("--cache-mb", type=int, default=64, help="the gateway's cache_mb")
-    ap.add_argument("--small-every-ms", type=float, default=10.0)
+    ap.add_argument("--small-every-ms", type=float, default=20.0)
     ap.add_argument("--idle-s", type=float, default=5.0)
     ap.add_argument("--verify-every", type=int, default=4)
     ap.add_argument("--model-dir", type=Path, help="tokenizer + template (default: Qwen2 fixture)")
@@ -397,6 +421,7 @@ def main() -> None:
         "verified_requests": tally.verified,
         "mismatches": tally.mismatches,
         "refused_503": tally.refused,
+        "small_chats_failed": out["small_failed"],
         "clients_left": tally.left,
         "errors": tally.errors[:5],
     }

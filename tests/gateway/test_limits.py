@@ -23,7 +23,7 @@ from ttftscope.config.schema import GatewaySettings, UpstreamSettings
 from ttftscope.gateway.sessions import SessionCache
 from ttftscope.gateway.workpool import Overloaded, WorkPool
 from ttftscope.probe.workload import agent_turn
-from ttftscope.tokenization import incremental
+from ttftscope.tokenization import offsets
 from ttftscope.tokenization.loader import Tokenizer
 
 LONG = 20_000  # characters: a cold prompt this long is encoded on the work pool
@@ -56,7 +56,7 @@ class Gate:
         self.waiting = threading.Event()
         self.opened = threading.Event()
         self.results: list[bool] = []
-        real = incremental.plain
+        real = offsets.plain
 
         def plain(tk: Any, text: str) -> Any:
             if len(text) >= LONG:
@@ -64,7 +64,8 @@ class Gate:
                 self.results.append(self.opened.wait(timeout=30))
             return real(tk, text)
 
-        monkeypatch.setattr(incremental, "plain", plain)
+        # the call the encoder makes to encode a text (a window, or a whole cold prompt)
+        monkeypatch.setattr("ttftscope.tokenization.incremental.plain", plain)
 
     def open(self) -> None:
         self.opened.set()
@@ -144,6 +145,8 @@ def test_a_full_encode_queue_answers_503_with_retry_after_in_each_api_format(
         finally:
             gate.open()
         assert first.result().status_code == 200
+        metrics = httpx.get(gw.base_url.removesuffix("/v1") + "/metrics", timeout=30).text
+    assert "ttftscope_gateway_encode_refused_total 2.0" in metrics
     assert openai.status_code == 503 and int(openai.headers["retry-after"]) >= 1
     assert openai.json()["error"]["code"] == 503
     assert "gateway.encode_queue" in openai.json()["error"]["message"]

@@ -93,7 +93,7 @@ async def prepare(
 
     if size <= _INLINE_BODY:
         return work()
-    return await _or_503(gw.pool.run(work))
+    return await _or_503(gw, gw.pool.run(work))
 
 
 async def encode_prompt(
@@ -104,7 +104,7 @@ async def encode_prompt(
     limit = up.max_model_len.get(model) if isinstance(model, str) else None
     if limit is not None and len(prompt) > limit * max(up.token_chars, 1):
         raise BadRequest(400, _too_long(limit, f"more than {limit} (its {len(prompt)} characters)"))
-    enc = await _or_503(up.cache.encode(prompt, pin))
+    enc = await _or_503(gw, up.cache.encode(prompt, pin))
     gw.account(up, enc)
     if limit is not None and len(enc.ids) > limit:
         raise BadRequest(400, _too_long(limit, str(len(enc.ids))))
@@ -119,10 +119,11 @@ def _too_long(limit: int, count: str) -> str:
     )
 
 
-async def _or_503(job: Awaitable[T]) -> T:
+async def _or_503(gw: Gateway, job: Awaitable[T]) -> T:
     try:
         return await job
     except Overloaded as exc:
+        gw.metrics.encode_refused.inc()
         retry = {"Retry-After": str(exc.retry_after_s)}
         raise BadRequest(503, str(exc), headers=retry) from None
 

@@ -83,6 +83,7 @@ class Gateway:
         self.keys = inbound_keys(settings, env)
         self.max_body = int(settings.max_body_mb * (1 << 20))
         self.pool = WorkPool(workers=settings.encode_workers, queue=settings.encode_queue)
+        self.metrics.encode_jobs.set_function(lambda: self.pool.pending)
         self._seen: dict[tuple[str, str], float] = {}
         self.request_log = RequestLog.from_settings(settings.request_log, settings.log_prompts)
 
