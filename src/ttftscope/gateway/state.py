@@ -11,6 +11,7 @@ happened. Endpoints (``endpoints/``) build on it; the app (``app``) wires them u
 from __future__ import annotations
 
 import asyncio
+import gc
 import hmac
 from collections.abc import Mapping
 from pathlib import Path
@@ -106,6 +107,10 @@ class Gateway:
                 self.metrics.upstream_version.labels(up.name, up.version or "unknown", ids).set(1)
             if up.plain_via_completions:  # plain chats go the other way
                 self.metrics.upstream_api.labels(up.name, "completions").set(1)
+        # what start-up loaded (tokenizers, templates, engines: ~10^5 objects) lives as long
+        # as the gateway: a full collection, which runs on whichever thread allocates (the
+        # event loop too), then no longer walks it (~0.1 s each time, measured)
+        gc.freeze()
 
     async def close(self) -> None:
         for up in self.upstreams:

@@ -4,11 +4,12 @@ One cold 100K-token prompt costs 0.3-0.8 s of encoding and ~10 ms of template re
 the event loop (or in a thread that holds the GIL, as HF's ``encode`` does) every other
 client waits that long. The gateway runs such work here: a few worker threads (the encodes
 release the GIL, see :mod:`ttftscope.tokenization.offsets`) and a bounded queue in front of
-them. Releasing the GIL is not enough where cores are few: busy workers also take the CPU
-the event loop needs, so they run at a lower scheduling priority (Linux nice +10 for their
-threads only) and a small chat's few milliseconds go first. A job that finds the queue full is refused at once with :class:`Overloaded`, which the
-endpoints answer as 503 with ``Retry-After``: a client told to come back beats a stall that
-grows with every conversation that arrives.
+them. Workers keep the loop's scheduling priority: a worker at a lower priority that holds
+the GIL (reading the encoding into Python lists, a garbage collection) while the system
+preempts it makes the loop wait for it, which measured worse (0.5-0.9 s stalls on a loaded
+2-core machine) than sharing the CPU evenly. A job that finds the queue full is refused at
+once with :class:`Overloaded`, which the endpoints answer as 503 with ``Retry-After``: a
+client told to come back beats a stall that grows with every conversation that arrives.
 
 >>> pool = WorkPool(workers=1, queue=0)
 >>> asyncio.run(pool.run(sum, [1, 2]))
@@ -20,9 +21,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
-import os
-import sys
-import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -31,7 +29,6 @@ from typing import TypeVar
 from ttftscope.gateway.heap import trim
 
 T = TypeVar("T")
-_NICE = 10  # CFS weight 110 against the loop's 1024: the loop gets ~90% of a shared core
 
 
 class Overloaded(Exception):
@@ -53,9 +50,7 @@ class WorkPool:
         self.pending = 0  # running or waiting, counted until the thread is done
         self.refused = 0
         self._mean_s = 0.5  # a job's recent mean duration, for Retry-After
-        self._executor = ThreadPoolExecutor(
-            workers, thread_name_prefix="ttftscope-encode", initializer=_yield_cpu
-        )
+        self._executor = ThreadPoolExecutor(workers, thread_name_prefix="ttftscope-encode")
 
     def admit(self) -> None:
         """Take a place for one job or raise :class:`Overloaded` (call on the event loop)."""
@@ -94,13 +89,6 @@ class WorkPool:
 
     def close(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)
-
-
-def _yield_cpu() -> None:
-    """Lower the calling thread's CPU priority (Linux: nice applies per thread)."""
-    with contextlib.suppress(AttributeError, OSError):  # elsewhere: the process's priority
-        if sys.platform == "linux":
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), _NICE)
 
 
 def _then_trim(fn: Callable[..., T], *args: object) -> T:

@@ -413,11 +413,10 @@ class IncrementalEncoder:
         """Encode ``text[a0:]`` mid-segment; segments after an added token get their marker."""
         eng = self._eng
         enc = plain(eng.window, text[a0:])
-        marks: list[bool] = []
-        if eng.window is not eng.full and not eng.added_ids.isdisjoint(enc.ids):
-            # before convert, which reads the encoding in slices (and so splits it)
-            marks = occurrences(self._eng, enc.ids, enc.offsets, a0, text)
         ids, ends = convert(self._eng, self._table, enc, a0, text)
+        if eng.window is eng.full or eng.added_ids.isdisjoint(ids):
+            return ids, ends
+        marks = occurrences(self._eng, ids, enc.offsets, a0, text)
         if True in marks:
             i = marks.index(True)
             start = ends[i - 1] >> 1 if i > 0 else a0

@@ -3,10 +3,9 @@
 Long texts are encoded with ``encode_batch([text])``: HF's ``encode`` holds the GIL for the
 whole call (a 100K-token prompt: 0.3-0.8 s during which no other Python thread, the event
 loop included, runs), ``encode_batch`` releases it and gives the same encoding. Short
-windows keep ``encode`` (``encode_batch`` costs ~30% more there). The encoding's Python
-lists are then read in slices of :data:`CHUNK` tokens: reading ``offsets`` of 100K tokens at
-once holds the GIL for 30-50 ms, a slice for under 2 ms, and the GIL can change hands between
-slices.
+windows keep ``encode`` (``encode_batch`` costs ~30% more there). Reading the encoding's
+lists still holds the GIL (``offsets`` of 100K tokens: 20-60 ms); reading them in slices
+(``truncate`` + ``overflowing``) was measured to hold it longer in total, ~50 ms more.
 """
 
 from __future__ import annotations
@@ -23,8 +22,6 @@ from ttftscope.tokenization.engines import Engines
 
 # texts this long are encoded with the GIL released (``encode`` holds it ~1 ms per 500 chars)
 BATCH_CHARS = 4096
-# tokens converted at a time: what one read of an encoding's lists holds the GIL for
-CHUNK = 4096
 
 
 class Unsure(Exception):
@@ -40,24 +37,12 @@ def plain(tk: tokenizers.Tokenizer, text: str) -> Any:
 
 
 def encode_ids(tk: tokenizers.Tokenizer, text: str, *, special: bool) -> list[int]:
-    """``tk.encode(text, add_special_tokens=special).ids``, long texts with the GIL released
-    and their ids read a slice at a time."""
+    """``tk.encode(text, add_special_tokens=special).ids``, long texts with the GIL released."""
     if not isinstance(text, str) or len(text) < BATCH_CHARS:
         out: list[int] = tk.encode(text, add_special_tokens=special).ids
         return out
-    ids: list[int] = []
-    for part in slices(tk.encode_batch([text], add_special_tokens=special)[0]):
-        ids += part.ids
+    ids: list[int] = tk.encode_batch([text], add_special_tokens=special)[0].ids
     return ids
-
-
-def slices(enc: Any) -> list[Any]:
-    """``enc`` as consecutive encodings of at most :data:`CHUNK` tokens (absolute offsets
-    and word indices kept), so their lists are read a slice at a time."""
-    if len(enc) <= CHUNK:
-        return [enc]
-    enc.truncate(CHUNK)  # in place: the rest moves to ``overflowing``, CHUNK tokens each
-    return [enc, *enc.overflowing]
 
 
 def convert(
@@ -66,32 +51,11 @@ def convert(
     """Ids (shared ints) and ``2*end+flag`` words of an encoding of ``text[base:]``.
 
     A token starts a piece when its word index changes or it is, or follows, an added
-    token occurrence (word indices may restart after one). C-level maps where possible,
-    over slices of :data:`CHUNK` tokens (see the module docstring).
+    token occurrence (word indices may restart after one). C-level maps where possible.
     """
-    ids: list[int] = []
-    ends = array("I")
-    word: int | None = -1  # the word index and added-token mark of the token before
-    mark = False
-    for part in slices(enc):
-        part_ids, part_ends, word, mark = _convert(eng, table, part, base, text, word, mark)
-        ids += part_ids
-        ends += part_ends
-    return ids, ends
-
-
-def _convert(
-    eng: Engines,
-    table: Sequence[int],
-    enc: Any,
-    base: int,
-    text: str,
-    word: int | None,
-    mark: bool,
-) -> tuple[list[int], array[int], int | None, bool]:
     ids: list[int] = enc.ids
     if not ids:
-        return [], array("I"), word, mark
+        return [], array("I")
     offsets: list[tuple[int, int]] = enc.offsets
     shifted = map(
         operator.lshift,
@@ -99,17 +63,15 @@ def _convert(
         repeat(1),
     )
     if eng.plan.mode != "regex":  # piece flags are only read by the regex cut
-        return list(map(table.__getitem__, ids)), array("I", shifted), word, mark
+        return list(map(table.__getitem__, ids)), array("I", shifted)
     words: list[int | None] = enc.word_ids
-    flags = list(map(operator.ne, words, [word, *words[:-1]]))
-    marks = [False] * len(ids)
+    flags = list(map(operator.ne, words, [-1, *words[:-1]]))
     if not eng.added_ids.isdisjoint(ids):
         marks = occurrences(eng, ids, offsets, base, text)
         flags = list(map(operator.or_, flags, marks))
         flags[1:] = map(operator.or_, flags[1:], marks[:-1])
-    flags[0] |= mark
     ends = array("I", map(operator.add, shifted, flags))
-    return list(map(table.__getitem__, ids)), ends, words[-1], marks[-1]
+    return list(map(table.__getitem__, ids)), ends
 
 
 def occurrences(
