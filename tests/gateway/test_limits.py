@@ -199,6 +199,11 @@ def test_a_prompt_longer_than_max_model_len_is_refused_as_vllm_does(
         huge = chat("x" * 64 * up.token_chars * 2)  # refused from its length alone
         assert up.cache.entries == entries  # never encoded
         fits = chat("hello there")
+        counted_only = httpx.post(  # counting is how a client learns that it must compact
+            gw.base_url + "/messages/count_tokens",
+            json={"model": MODEL, "messages": [{"role": "user", "content": "word " * 100}]},
+            timeout=30,
+        )
     for answer in (over, huge):
         assert answer.status_code == 400
         message = answer.json()["error"]["message"]
@@ -207,6 +212,7 @@ def test_a_prompt_longer_than_max_model_len_is_refused_as_vllm_does(
     assert counted is not None and int(counted.group(1)) > 100
     assert "more than 64" in huge.json()["error"]["message"]
     assert fits.status_code == 200
+    assert counted_only.status_code == 200 and counted_only.json()["input_tokens"] > 100
 
 
 def test_upstreams_of_one_model_folder_share_one_tokenizer(

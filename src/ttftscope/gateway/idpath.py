@@ -97,11 +97,13 @@ async def prepare(
 
 
 async def encode_prompt(
-    gw: Gateway, up: Upstream, model: object, prompt: str, pin: str | None
+    gw: Gateway, up: Upstream, model: object, prompt: str, pin: str | None, *, bounded: bool = True
 ) -> Encoded:
-    """The ids of ``prompt`` from ``up``'s session cache, within the model's length."""
+    """The ids of ``prompt`` from ``up``'s session cache, within the model's length unless
+    not ``bounded`` (counting tokens: a client asks to learn that it must compact)."""
     assert up.cache is not None
-    limit = up.max_model_len.get(model) if isinstance(model, str) else None
+    known = up.max_model_len.get(model) if isinstance(model, str) else None
+    limit = known if bounded else None
     if limit is not None and len(prompt) > limit * max(up.token_chars, 1):
         raise BadRequest(400, _too_long(limit, f"more than {limit} (its {len(prompt)} characters)"))
     enc = await _or_503(gw, up.cache.encode(prompt, pin))
@@ -137,12 +139,14 @@ async def encode_chat(
     pin: str | None,
     api: GatewayApi,
     native: dict[str, Any] | None = None,
+    bounded: bool = True,
 ) -> Encoded:
     """The exact ids of ``prompt`` (the render of ``chat_body`` on ``up``), checked against
     the upstream's own rendering of ``chat_body`` (or of ``native``, the request in its own
-    API, where the upstream reports that) when due."""
+    API, where the upstream reports that) when due; see :func:`encode_prompt` for
+    ``bounded``."""
     model = (native or chat_body).get("model")
-    enc = await encode_prompt(gw, up, model, prompt, pin)
+    enc = await encode_prompt(gw, up, model, prompt, pin, bounded=bounded)
     if not await gw.verifier.agrees(up, chat_body, enc.ids, api, native):
         raise PassThrough("verify_mismatch", "the upstream's own rendering differs")
     return enc

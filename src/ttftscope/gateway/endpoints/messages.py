@@ -74,7 +74,8 @@ async def _count(
     try:
         chat, prompt = await prepare(gw, up, body, size, to_chat)
         pin = session_pin(scope["headers"], body)
-        enc = await encode_chat(gw, up, chat, prompt, pin=pin, api="messages")
+        # no length bound: Claude Code counts to learn when to compact a long conversation
+        enc = await encode_chat(gw, up, chat, prompt, pin=pin, api="messages", bounded=False)
     except PassThrough as exc:
         gw.passthrough(up, exc.reason)
         return None
