@@ -58,3 +58,18 @@ def test_the_hop_benchmark_measures_both_modes_against_a_trivial_upstream() -> N
     for mode in ("ids", "text"):
         # the gateway costs something (how much is the benchmark's figure, not a pass/fail bound)
         assert result[f"{mode}_overhead_ms_paired_p50"] > 0
+
+
+def test_the_soak_benchmark_reports_stalls_memory_and_mismatches() -> None:
+    result = _last_json_line("gateway_soak.py", ["--quick"], timeout_s=300)
+    promised = {
+        "small_chat_p99_idle_ms",
+        "small_chat_p99_cold_ms",
+        "stall_ratio",
+        "mb_per_100k_conversation",
+        "rss_over_cache_mb",
+        "mismatches",
+    }
+    assert result.keys() >= promised
+    assert result["mismatches"] == 0 and result["verified_requests"] > 0
+    assert result["small_chats"]["cold"] > 0 and result["mb_per_100k_conversation"] > 0

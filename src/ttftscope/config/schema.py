@@ -198,6 +198,13 @@ class GatewaySettings(_Section):
     # re-check every Nth incremental encode against a full one, off the hot path (0: never)
     shadow_every: int = Field(default=1000, ge=0)
     max_body_mb: float = Field(default=64.0, gt=0, le=4096, allow_inf_nan=False)
+    # messages (or Responses input items) in one request: Claude Code sessions reach a few
+    # thousand; rendering 20K messages alone takes ~0.3 s
+    max_messages: int = Field(default=20_000, ge=1)
+    # threads that encode and render long prompts off the event loop, and how many more such
+    # jobs may wait for one; past that a request gets 503 + Retry-After instead of a stall
+    encode_workers: int = Field(default=2, ge=1, le=64)
+    encode_queue: int = Field(default=16, ge=0)
     # name of the environment variable with comma-separated inbound keys (unset: no auth)
     api_keys_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
     # /metrics without the inbound key (for a Prometheus that holds none); with no inbound
@@ -282,6 +289,9 @@ EXPECTED: dict[str, str] = {
     "gateway.verify_first": "a whole number >= 0 (0: none), e.g. 3",
     "gateway.shadow_every": "a whole number >= 0 (0: never), e.g. 1000",
     "gateway.max_body_mb": "a number of megabytes above 0, e.g. 64",
+    "gateway.max_messages": "a whole number of messages from 1, e.g. 20000",
+    "gateway.encode_workers": "a whole number of threads from 1 to 64, e.g. 2",
+    "gateway.encode_queue": "a whole number >= 0 of waiting encodes, e.g. 16",
     "gateway.api_keys_env": 'the name of an environment variable, e.g. "GATEWAY_KEYS"',
     "gateway.metrics_public": "true or false",
     "gateway.log_prompts": "true or false",

@@ -11,6 +11,7 @@ b'{"type":"error","error":{"type":"authentication_error","message":"a key is req
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Literal
 
 import orjson
@@ -25,6 +26,7 @@ _OPENAI_TYPES = {
     405: "BadRequestError",
     413: "BadRequestError",
     502: "BadGatewayError",
+    503: "ServiceUnavailableError",
     504: "TimeoutError",
 }
 # https://docs.anthropic.com/en/api/errors: the types Claude Code tells apart
@@ -36,11 +38,18 @@ _ANTHROPIC_TYPES = {
     405: "invalid_request_error",
     413: "request_too_large",
     429: "rate_limit_error",
+    503: "overloaded_error",
     504: "timeout_error",
 }
 
 
-def openai_error(status: int, message: str, *, param: str | None = None) -> Response:
+def openai_error(
+    status: int,
+    message: str,
+    *,
+    param: str | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> Response:
     """An error in the shape OpenAI clients parse (``{"error": {"message", "type", ...}}``).
 
     >>> openai_error(404, "no such model").status_code
@@ -54,10 +63,14 @@ def openai_error(status: int, message: str, *, param: str | None = None) -> Resp
             "code": status,
         }
     }
-    return Response(orjson.dumps(body), status_code=status, media_type="application/json")
+    return Response(
+        orjson.dumps(body), status_code=status, media_type="application/json", headers=headers
+    )
 
 
-def anthropic_error(status: int, message: str) -> Response:
+def anthropic_error(
+    status: int, message: str, *, headers: Mapping[str, str] | None = None
+) -> Response:
     """An error in the Anthropic Messages API's shape.
 
     >>> anthropic_error(502, "upstream down").body
@@ -65,14 +78,18 @@ def anthropic_error(status: int, message: str) -> Response:
     """
     kind = _ANTHROPIC_TYPES.get(status, "api_error")
     body = {"type": "error", "error": {"type": kind, "message": message}}
-    return Response(orjson.dumps(body), status_code=status, media_type="application/json")
+    return Response(
+        orjson.dumps(body), status_code=status, media_type="application/json", headers=headers
+    )
 
 
-def error_response(fmt: ErrorFormat, status: int, message: str) -> Response:
-    """The error ``fmt``'s clients parse."""
+def error_response(
+    fmt: ErrorFormat, status: int, message: str, *, headers: Mapping[str, str] | None = None
+) -> Response:
+    """The error ``fmt``'s clients parse (``headers``: ``Retry-After`` on a 503)."""
     if fmt == "anthropic":
-        return anthropic_error(status, message)
-    return openai_error(status, message)
+        return anthropic_error(status, message, headers=headers)
+    return openai_error(status, message, headers=headers)
 
 
 def stream_error(fmt: ErrorFormat, message: str) -> bytes:

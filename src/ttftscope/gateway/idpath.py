@@ -9,6 +9,12 @@ the encode's metrics, and verification against the upstream's own rendering. Wha
 cannot be reproduced raises :class:`~ttftscope.gateway.vllm_chat.PassThrough`, and the
 endpoint sends its request as text.
 
+Nothing here that grows with the conversation runs on the event loop: the conversion and
+render of a large body (:func:`prepare`) and long encodes run on the gateway's
+:class:`~ttftscope.gateway.workpool.WorkPool`; a full pool is a 503 with ``Retry-After``.
+A prompt longer than the model's ``max_model_len`` is refused with vLLM's 400 before it
+goes upstream (and before it is encoded, when its characters alone show it).
+
 >>> from ttftscope.config.schema import UpstreamSettings
 >>> from ttftscope.gateway.upstreams import Upstream
 >>> up = Upstream("u", UpstreamSettings(base_url="http://h:1/v1", mode="text"))
@@ -19,15 +25,22 @@ False
 from __future__ import annotations
 
 import logging
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 from ttftscope.gateway.sessions import Encoded
-from ttftscope.gateway.state import Gateway
+from ttftscope.gateway.state import BadRequest, Gateway
 from ttftscope.gateway.upstreams import Upstream
 from ttftscope.gateway.verify import GatewayApi
 from ttftscope.gateway.vllm_chat import ChatInputs, PassThrough, prepare_chat
+from ttftscope.gateway.workpool import Overloaded
 
 log = logging.getLogger("ttftscope.gateway")
+T = TypeVar("T")
+# a body this small converts and renders in well under a millisecond: no thread hop
+_INLINE_BODY = 64 << 10
+# the chat body vLLM derives from an API body on this upstream, and its template inputs
+Convert = Callable[[Upstream, dict[str, Any]], tuple[dict[str, Any], ChatInputs]]
 
 
 def takes_ids(up: Upstream, api: GatewayApi) -> bool:
@@ -62,23 +75,78 @@ def chat_inputs(up: Upstream, chat_body: dict[str, Any]) -> ChatInputs:
     return prepare_chat(chat_body, up.renderer.source)
 
 
+def as_chat(up: Upstream, body: dict[str, Any]) -> tuple[dict[str, Any], ChatInputs]:
+    """The :data:`Convert` of the chat API: the body is vLLM's chat body already."""
+    return body, chat_inputs(up, body)
+
+
+async def prepare(
+    gw: Gateway, up: Upstream, body: dict[str, Any], size: int, convert: Convert
+) -> tuple[dict[str, Any], str]:
+    """The chat body ``body`` converts to on ``up`` and the prompt it renders, on the work
+    pool when the body (``size`` bytes) is large: conversion and render are pure Python
+    (~10 ms for a 100K-token conversation, ~0.3 s for 20K messages)."""
+
+    def work() -> tuple[dict[str, Any], str]:
+        chat, inputs = convert(up, body)
+        return chat, render(up, inputs)
+
+    if size <= _INLINE_BODY:
+        return work()
+    return await _or_503(gw, gw.pool.run(work))
+
+
+async def encode_prompt(
+    gw: Gateway, up: Upstream, model: object, prompt: str, pin: str | None, *, bounded: bool = True
+) -> Encoded:
+    """The ids of ``prompt`` from ``up``'s session cache, within the model's length unless
+    not ``bounded`` (counting tokens: a client asks to learn that it must compact)."""
+    assert up.cache is not None
+    known = up.max_model_len.get(model) if isinstance(model, str) else None
+    limit = known if bounded else None
+    if limit is not None and len(prompt) > limit * max(up.token_chars, 1):
+        raise BadRequest(400, _too_long(limit, f"more than {limit} (its {len(prompt)} characters)"))
+    enc = await _or_503(gw, up.cache.encode(prompt, pin))
+    gw.account(up, enc)
+    if limit is not None and len(enc.ids) > limit:
+        raise BadRequest(400, _too_long(limit, str(len(enc.ids))))
+    return enc
+
+
+def _too_long(limit: int, count: str) -> str:
+    """vLLM's words for a prompt over ``max_model_len``."""
+    return (
+        f"This model's maximum context length is {limit} tokens. However, your request has "
+        f"{count} input tokens. Please reduce the length of the input messages."
+    )
+
+
+async def _or_503(gw: Gateway, job: Awaitable[T]) -> T:
+    try:
+        return await job
+    except Overloaded as exc:
+        gw.metrics.encode_refused.inc()
+        retry = {"Retry-After": str(exc.retry_after_s)}
+        raise BadRequest(503, str(exc), headers=retry) from None
+
+
 async def encode_chat(
     gw: Gateway,
     up: Upstream,
     chat_body: dict[str, Any],
-    inputs: ChatInputs,
+    prompt: str,
     *,
     pin: str | None,
     api: GatewayApi,
     native: dict[str, Any] | None = None,
+    bounded: bool = True,
 ) -> Encoded:
-    """The exact ids of the prompt ``inputs`` render on ``up``, checked against the
-    upstream's own rendering of ``chat_body`` (or of ``native``, the request in its own
-    API, where the upstream reports that) when due."""
-    prompt = render(up, inputs)
-    assert up.cache is not None
-    enc = await up.cache.encode(prompt, pin)
-    gw.account(up, enc)
+    """The exact ids of ``prompt`` (the render of ``chat_body`` on ``up``), checked against
+    the upstream's own rendering of ``chat_body`` (or of ``native``, the request in its own
+    API, where the upstream reports that) when due; see :func:`encode_prompt` for
+    ``bounded``."""
+    model = (native or chat_body).get("model")
+    enc = await encode_prompt(gw, up, model, prompt, pin, bounded=bounded)
     if not await gw.verifier.agrees(up, chat_body, enc.ids, api, native):
         raise PassThrough("verify_mismatch", "the upstream's own rendering differs")
     return enc

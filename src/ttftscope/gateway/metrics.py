@@ -103,6 +103,14 @@ class GatewayMetrics:
             registry=r,
         )
 
+        self.encode_jobs = Gauge(
+            p + "encode_jobs", "Long encodes and renders running or waiting", registry=r
+        )
+        self.encode_refused = Counter(
+            p + "encode_refused",
+            "Requests answered 503 because the encode queue was full",
+            registry=r,
+        )
         self.upstream_version = Gauge(
             p + "upstream_version",
             "The version each upstream reports, and whether the gateway sends it ids (ids="

@@ -16,6 +16,7 @@ import uvicorn
 
 from ttftscope.config.schema import GatewaySettings
 from ttftscope.gateway.app import create_app
+from ttftscope.gateway.heap import limit_arenas
 from ttftscope.gateway.state import Gateway
 from ttftscope.threadserver import ThreadServer
 
@@ -25,7 +26,9 @@ def serve(settings: GatewaySettings) -> None:
 
     The gateway's own log (each upstream's version, models and how ids reach it, pass-through
     and mismatch warnings) goes to stderr from INFO up; it holds no keys and no prompt text.
+    Two malloc arenas (:mod:`~ttftscope.gateway.heap`): RSS stays near the session cache.
     """
+    limit_arenas(2)
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s", "%H:%M:%S"))
     log = logging.getLogger("ttftscope.gateway")

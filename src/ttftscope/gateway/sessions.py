@@ -8,12 +8,16 @@ it. A request takes the entry sharing the longest prefix with its own prompt:
   uses it: encode in place, which re-encodes only the tail;
 - otherwise (another conversation with the same system prompt, an edited history): fork
   the entry, so the other conversation keeps its state, and encode the fork;
-- nothing idle shares a prefix: a fresh encoder, whose full encode runs on a worker thread
-  so it never stalls the event loop. An entry whose long re-encode is running on a worker
-  thread is neither used nor copied until it is done.
+- nothing idle shares a prefix: a fresh encoder, whose full encode runs on the gateway's
+  :class:`~ttftscope.gateway.workpool.WorkPool` (threads, the GIL released while HF encodes)
+  so it never stalls the event loop; a full pool refuses it (``Overloaded``: a 503). An entry
+  whose long re-encode is running on a worker thread is neither used nor copied until it is
+  done.
 
-Each entry also keeps its ids serialized (:class:`~ttftscope.gateway.idsbody.IdsJson`), so
-a turn re-serializes only the ids after the ones the encoder kept.
+Prompts are kept as UTF-8 (the encoder's own copy): an agent prompt holding one emoji is
+4 bytes a character as a Python string, ~1 as UTF-8. Each entry also keeps its ids
+serialized (:class:`~ttftscope.gateway.idsbody.IdsJson`), so a turn re-serializes only the
+ids after the ones the encoder kept.
 
 Every path gives the ids of a full encode (the encoder is exact); a cache miss costs time,
 never a wrong id. The cache is bounded by bytes (least recently used entries go first) and
@@ -29,7 +33,6 @@ safe under concurrent requests: an entry is used by one request at a time.
 
 from __future__ import annotations
 
-import asyncio
 import sys
 import time
 from collections import OrderedDict
@@ -37,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ttftscope.gateway.idsbody import IdsJson
+from ttftscope.gateway.workpool import WorkPool
 from ttftscope.tokenization.incremental import EncodePath, IncrementalEncoder
 from ttftscope.tokenization.textscan import common_prefix_len
 
@@ -44,13 +48,15 @@ from ttftscope.tokenization.textscan import common_prefix_len
 # keeps a lookup to the entries that can match. Chat templates start every prompt with the
 # same few tokens, so the key reaches into the system prompt.
 _KEY_CHARS = 256
-# A re-encode this large goes to a worker thread (a full 100K-token encode takes 0.2-0.5 s).
-_INLINE_CHARS = 64_000
+# A re-encode of more UTF-8 bytes than this goes to a worker thread: HF encodes ~2 chars a
+# microsecond, so inline encodes hold the event loop ~2 ms at most (a full 100K-token encode
+# takes 0.3-0.8 s).
+_INLINE_BYTES = 4096
 
 
 @dataclass
 class _Entry:
-    prompt: str
+    prompt: bytes  # UTF-8 (lone surrogates kept), usually the encoder's own copy
     encoder: IncrementalEncoder
     key: str
     nbytes: int = 0
@@ -92,8 +98,11 @@ class CacheStats:
 class SessionCache:
     """Incremental encoders of recent conversations, bounded by ``max_bytes``."""
 
-    def __init__(self, tok: Any, *, max_bytes: int, shadow_every: int = 0) -> None:
+    def __init__(
+        self, tok: Any, *, max_bytes: int, shadow_every: int = 0, pool: WorkPool | None = None
+    ) -> None:
         self.tok = tok
+        self.pool = pool or WorkPool(workers=1, queue=16)
         self.max_bytes = max_bytes
         self.shadow_every = shadow_every or None
         self.stats = CacheStats()
@@ -111,9 +120,20 @@ class SessionCache:
         """Ids of ``prompt`` (equal to a full encode), reusing the best cached session.
 
         ``pin`` (a client's session header) keeps conversations apart that share a prefix.
+        :class:`~ttftscope.gateway.workpool.Overloaded` when a long encode finds the pool full.
         """
         key = (pin or "") + "\0" + prompt[:_KEY_CHARS]
-        entry_id, entry, shared = self._take(key, prompt)
+        data = prompt.encode("utf-8", "surrogatepass")
+        entry_id, entry, shared, fresh = self._take(key, data)
+        inline = len(data) - shared <= _INLINE_BYTES
+        if not inline:
+            try:
+                self.pool.admit()
+            except BaseException:  # refused: leave the cache as it was
+                if fresh:
+                    self._drop(entry_id)
+                entry.busy = False
+                raise
         stats = entry.encoder.stats
         before = (
             stats.widenings,
@@ -123,13 +143,16 @@ class SessionCache:
         )
         t0 = time.perf_counter()
         try:
-            ids = await self._run(entry.encoder, prompt, len(prompt) - shared)
+            if inline:
+                ids, ids_json = _encode(entry, prompt)
+            else:
+                ids, ids_json = await self.pool.run_admitted(_encode, entry, prompt)
         except BaseException:
             self._drop(entry_id)
             raise
         stats = entry.encoder.stats
-        ids_json = entry.json.update(ids, min(stats.last_reused_tokens, len(ids)))
-        entry.prompt = prompt
+        kept = entry.encoder.utf8  # the same bytes: keep one copy
+        entry.prompt = kept if len(kept) == len(data) else data
         entry.busy = False
         self._account(entry_id, entry)
         # shadow results arrive with the encoder's next call: count what this call harvested
@@ -146,9 +169,9 @@ class SessionCache:
             full_fallback=stats.full_fallbacks > before[1],
         )
 
-    def _take(self, key: str, prompt: str) -> tuple[int, _Entry, int]:
-        """The entry to encode with (an idle extendable one, a fork of the best, or new) and
-        how many leading characters of ``prompt`` its state already covers."""
+    def _take(self, key: str, prompt: bytes) -> tuple[int, _Entry, int, bool]:
+        """The entry to encode with (an idle extendable one, a fork of the best, or new), how
+        many leading bytes of ``prompt`` its state already covers, and whether it is new."""
         best_id, best, shared = None, None, 0
         bucket = self._buckets.get(key, {})
         # most recent first, so the likely best comes early and the rest are ruled out cheaply
@@ -169,12 +192,12 @@ class SessionCache:
             bucket[best_id] = None
             if shared == len(best.prompt):
                 best.busy = True
-                return best_id, best, shared
+                return best_id, best, shared, False
             self.stats.forks += 1
             fork = _Entry(best.prompt, best.encoder.fork(), key, busy=True, json=best.json.fork())
-            return *self._add(fork), shared
+            return *self._add(fork), shared, True
         encoder = IncrementalEncoder(self.tok, shadow_every=self.shadow_every)
-        return *self._add(_Entry("", encoder, key, busy=True)), 0
+        return *self._add(_Entry(b"", encoder, key, busy=True)), 0, True
 
     def _add(self, entry: _Entry) -> tuple[int, _Entry]:
         entry_id, self._next = self._next, self._next + 1
@@ -182,14 +205,10 @@ class SessionCache:
         self._buckets.setdefault(entry.key, {})[entry_id] = None
         return entry_id, entry
 
-    async def _run(self, encoder: IncrementalEncoder, new: str, changed: int) -> list[int]:
-        """Encode ``new``, of which ``changed`` trailing characters are new to ``encoder``."""
-        if changed <= _INLINE_CHARS:
-            return encoder.encode(new)
-        return await asyncio.to_thread(encoder.encode, new)
-
     def _account(self, entry_id: int, entry: _Entry) -> None:
-        entry.nbytes = entry.encoder.cached_bytes + sys.getsizeof(entry.prompt) + entry.json.nbytes
+        kept = entry.encoder.utf8
+        prompt = 0 if entry.prompt is kept else sys.getsizeof(entry.prompt)  # counted once
+        entry.nbytes = entry.encoder.cached_bytes + prompt + entry.json.nbytes
         self.stats.nbytes = sum(e.nbytes for e in self._entries.values())
         while self.stats.nbytes > self.max_bytes and len(self._entries) > 1:
             # least recently used first; entries in use stay (their request is running)
@@ -217,7 +236,17 @@ class SessionCache:
         return entry.nbytes
 
 
-def _may_share_more(old: str, new: str, shared: int) -> bool:
+def _encode(entry: _Entry, prompt: str) -> tuple[list[int], bytes]:
+    """The ids of ``prompt`` and their JSON, from ``entry`` (busy: only this call uses it).
+
+    Runs on a worker thread for long encodes: the JSON of 100K fresh ids takes ~2 ms too.
+    """
+    ids = entry.encoder.encode(prompt)
+    kept = min(entry.encoder.stats.last_reused_tokens, len(ids))
+    return ids, entry.json.update(ids, kept)
+
+
+def _may_share_more(old: bytes, new: bytes, shared: int) -> bool:
     """Whether ``old`` can share more than ``shared`` leading characters with ``new``.
 
     A full comparison costs a pass over both prompts (~0.3 ms at 100K tokens); with many
@@ -225,9 +254,9 @@ def _may_share_more(old: str, new: str, shared: int) -> bool:
     rules most of them out: sharing more needs ``old`` to be longer and to agree with
     ``new`` at the first character the best entry so far does not share.
 
-    >>> _may_share_more("abcX", "abcY", 0), _may_share_more("abxY", "abcY", 3)
+    >>> _may_share_more(b"abcX", b"abcY", 0), _may_share_more(b"abxY", b"abcY", 3)
     (True, True)
-    >>> _may_share_more("abcX", "abcY", 3), _may_share_more("ab", "abcY", 3)
+    >>> _may_share_more(b"abcX", b"abcY", 3), _may_share_more(b"ab", b"abcY", 3)
     (False, False)
     """
     return len(old) > shared and (shared == 0 or old[shared] == new[shared])

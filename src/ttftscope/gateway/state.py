@@ -11,8 +11,10 @@ happened. Endpoints (``endpoints/``) build on it; the app (``app``) wires them u
 from __future__ import annotations
 
 import asyncio
+import gc
 import hmac
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -26,6 +28,8 @@ from ttftscope.gateway.requestlog import RequestLog
 from ttftscope.gateway.sessions import Encoded
 from ttftscope.gateway.upstreams import Upstream, upstreams_from
 from ttftscope.gateway.verify import Verifier
+from ttftscope.gateway.workpool import WorkPool
+from ttftscope.tokenization.loader import Tokenizer
 
 # Headers that name a conversation, most specific first: ours, Claude Code's, Codex's.
 SESSION_HEADERS = ("x-ttftscope-session", "x-claude-code-session-id", "session-id", "session_id")
@@ -60,11 +64,13 @@ def inbound_keys(settings: GatewaySettings, env: Mapping[str, str]) -> list[byte
 
 
 class BadRequest(Exception):
-    """The client's request cannot be served; ``status`` and a message that says why."""
+    """The client's request cannot be served; ``status``, a message that says why, and
+    headers for the answer (``Retry-After`` on a 503)."""
 
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, headers: Mapping[str, str] | None = None) -> None:
         super().__init__(message)
         self.status, self.message = status, message
+        self.headers = dict(headers or {})
 
 
 class Gateway:
@@ -77,6 +83,8 @@ class Gateway:
         self.verifier = Verifier(settings.verify_every, settings.verify_first, self.metrics)
         self.keys = inbound_keys(settings, env)
         self.max_body = int(settings.max_body_mb * (1 << 20))
+        self.pool = WorkPool(workers=settings.encode_workers, queue=settings.encode_queue)
+        self.metrics.encode_jobs.set_function(lambda: self.pool.pending)
         self._seen: dict[tuple[str, str], float] = {}
         self.request_log = RequestLog.from_settings(settings.request_log, settings.log_prompts)
 
@@ -84,18 +92,30 @@ class Gateway:
         if self.request_log is not None:
             self.request_log.open()
         share = (self.settings.cache_mb << 20) // max(1, len(self.upstreams))
+        loaded: dict[Path, Tokenizer] = {}  # one tokenizer per model folder, however many serve it
         for up in self.upstreams:
-            await up.start(cache_bytes=share, shadow_every=self.settings.shadow_every, env=self.env)
+            await up.start(
+                cache_bytes=share,
+                shadow_every=self.settings.shadow_every,
+                env=self.env,
+                pool=self.pool,
+                loaded=loaded,
+            )
             self.metrics.upstream_api.labels(up.name, up.api or "text").set(1)
             if up.version is not None or up.settings.mode == "ids":
                 ids = "yes" if up.api is not None else "no"
                 self.metrics.upstream_version.labels(up.name, up.version or "unknown", ids).set(1)
             if up.plain_via_completions:  # plain chats go the other way
                 self.metrics.upstream_api.labels(up.name, "completions").set(1)
+        # what start-up loaded (tokenizers, templates, engines: ~10^5 objects) lives as long
+        # as the gateway: a full collection, which runs on whichever thread allocates (the
+        # event loop too), then no longer walks it (~0.1 s each time, measured)
+        gc.freeze()
 
     async def close(self) -> None:
         for up in self.upstreams:
             await up.close()
+        self.pool.close()
         if self.request_log is not None:
             self.request_log.close()
 
@@ -124,6 +144,7 @@ class Gateway:
         """Check the key, read the body, route by its model, log it: what every POST does."""
         self.check_key(scope["headers"])
         raw, body = await self.body(scope, receive)
+        self.check_messages(body)
         up = await self.route(body["model"])
         if self.request_log is not None:
             self.request_log.write(body, model=body["model"], upstream=up.name)
@@ -146,6 +167,19 @@ class Gateway:
         if not isinstance(body.get("model"), str):
             raise BadRequest(400, "the request needs a 'model' string naming a served model")
         return raw, body
+
+    def check_messages(self, body: Mapping[str, Any]) -> None:
+        """Refuse more messages (or Responses input items) than ``gateway.max_messages``:
+        converting and rendering each costs Python time no thread can hide."""
+        limit = self.settings.max_messages
+        for key in ("messages", "input"):
+            items = body.get(key)
+            if isinstance(items, list) and len(items) > limit:
+                raise BadRequest(
+                    400,
+                    f"the request has {len(items)} {key}; the gateway accepts at most {limit} "
+                    "(gateway.max_messages)",
+                )
 
     def _too_large(self) -> str:
         return (

@@ -44,6 +44,7 @@ from ttftscope.config.redact import redact
 from ttftscope.config.schema import UpstreamSettings
 from ttftscope.gateway.hop import Answer, HopError, HopTimeouts, UpstreamPool
 from ttftscope.gateway.sessions import SessionCache
+from ttftscope.gateway.workpool import WorkPool
 from ttftscope.tokenization.chat import ChatRenderer
 from ttftscope.tokenization.loader import Tokenizer, load_tokenizer
 
@@ -74,6 +75,7 @@ class Upstream:
     adds_special_tokens: bool = False  # the tokenizer's post-processor adds tokens (a BOS)
     version: str | None = None  # what GET /version said (None: no answer)
     tok: Tokenizer | None = None
+    token_chars: int = 0  # the most characters one token of ``tok`` covers
     renderer: ChatRenderer | None = None
     cache: SessionCache | None = None
     pool: UpstreamPool | None = None
@@ -124,13 +126,25 @@ class Upstream:
         target = self.pool.path(path, root=root)
         return await self.pool.request(method, target, data, self.headers, self.timeouts())
 
-    async def start(self, *, cache_bytes: int, shadow_every: int, env: Mapping[str, str]) -> None:
-        """Open the connection pool, load the tokenizer, list models, choose the ids API."""
+    async def start(
+        self,
+        *,
+        cache_bytes: int,
+        shadow_every: int,
+        env: Mapping[str, str],
+        pool: WorkPool | None = None,
+        loaded: dict[Path, Tokenizer] | None = None,
+    ) -> None:
+        """Open the connection pool, load the tokenizer, list models, choose the ids API.
+
+        Long encodes run on ``pool``; ``loaded`` holds the tokenizers already loaded by model
+        folder (another upstream serving the same model shares its ~25 MB tokenizer).
+        """
         var = self.settings.api_key_env
         self.api_key = env.get(var) if var else None
         self.pool = UpstreamPool(self.settings.base_url)
         if self.settings.mode == "ids":
-            self._load_tokenizer(cache_bytes, shadow_every)
+            self._load_tokenizer(cache_bytes, shadow_every, pool=pool, loaded=loaded)
         await self.refresh_models(force=True)
         if self.settings.mode == "ids":
             self.version = await self._read_version()
@@ -156,7 +170,14 @@ class Upstream:
         if self.pool is not None:
             self.pool.close()
 
-    def _load_tokenizer(self, cache_bytes: int, shadow_every: int) -> None:
+    def _load_tokenizer(
+        self,
+        cache_bytes: int,
+        shadow_every: int,
+        *,
+        pool: WorkPool | None = None,
+        loaded: dict[Path, Tokenizer] | None = None,
+    ) -> None:
         folder = self.settings.model_dir
         if folder is None:
             raise ValueError(
@@ -164,9 +185,16 @@ class Upstream:
                 f"gateway.upstreams.{self.name}.model_dir to the served model's folder "
                 '(tokenizer and chat template), or mode = "text"'
             )
-        self.tok = load_tokenizer(Path(folder).expanduser())
+        where = Path(folder).expanduser().resolve()
+        loaded = {} if loaded is None else loaded
+        if where not in loaded:
+            loaded[where] = load_tokenizer(where)
+        self.tok = loaded[where]
+        self.token_chars = longest_token_chars(self.tok)
         self.renderer = ChatRenderer(self.tok)
-        self.cache = SessionCache(self.tok, max_bytes=cache_bytes, shadow_every=shadow_every)
+        self.cache = SessionCache(
+            self.tok, max_bytes=cache_bytes, shadow_every=shadow_every, pool=pool
+        )
         self.capped_default = _caps_new_tokens(Path(folder).expanduser())
         self.model_type = _model_type(Path(folder).expanduser())
         probe = "adds?"
@@ -281,6 +309,18 @@ class Upstream:
         if status == 200 and counted == len(ids):
             return True, "ok"
         return False, f"HTTP {status}, prompt_tokens {counted} for {len(ids)} ids"
+
+
+def longest_token_chars(tok: Tokenizer) -> int:
+    """The most characters a token of ``tok`` can cover: the length of its longest vocabulary
+    string (a byte-level or byte-fallback token's string is at least as long as the text it
+    stands for), so a prompt longer than ``max_model_len`` times this is surely too long.
+
+    >>> longest_token_chars(o200k_tok) >= max(map(len, o200k_tok.hf.get_vocab()))
+    True
+    """
+    vocab = tok.hf.get_vocab(with_added_tokens=True)
+    return max(map(len, vocab), default=1)
 
 
 def _model_type(folder: Path) -> str | None:

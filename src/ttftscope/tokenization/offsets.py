@@ -1,4 +1,12 @@
-"""From an HF encoding to the encoder's state: shared-int ids and ``2*end+flag`` words."""
+"""From an HF encoding to the encoder's state: shared-int ids and ``2*end+flag`` words.
+
+Long texts are encoded with ``encode_batch([text])``: HF's ``encode`` holds the GIL for the
+whole call (a 100K-token prompt: 0.3-0.8 s during which no other Python thread, the event
+loop included, runs), ``encode_batch`` releases it and gives the same encoding. Short
+windows keep ``encode`` (``encode_batch`` costs ~30% more there). Reading the encoding's
+lists still holds the GIL (``offsets`` of 100K tokens: 20-60 ms); reading them in slices
+(``truncate`` + ``overflowing``) was measured to hold it longer in total, ~50 ms more.
+"""
 
 from __future__ import annotations
 
@@ -12,14 +20,29 @@ import tokenizers
 
 from ttftscope.tokenization.window_engines import Engines
 
+# texts this long are encoded with the GIL released (``encode`` holds it ~1 ms per 500 chars)
+BATCH_CHARS = 4096
+
 
 class Unsure(Exception):
     """Internal: the fast path cannot tell; the caller falls back to a full encode."""
 
 
 def plain(tk: tokenizers.Tokenizer, text: str) -> Any:
-    """Encode without special-token insertion (the window and full encodes are bare)."""
+    """Encode without special-token insertion (the window and full encodes are bare); long
+    texts with the GIL released (same ids, offsets and words as ``encode``)."""
+    if len(text) >= BATCH_CHARS:
+        return tk.encode_batch([text], add_special_tokens=False)[0]
     return tk.encode(text, add_special_tokens=False)
+
+
+def encode_ids(tk: tokenizers.Tokenizer, text: str, *, special: bool) -> list[int]:
+    """``tk.encode(text, add_special_tokens=special).ids``, long texts with the GIL released."""
+    if not isinstance(text, str) or len(text) < BATCH_CHARS:
+        out: list[int] = tk.encode(text, add_special_tokens=special).ids
+        return out
+    ids: list[int] = tk.encode_batch([text], add_special_tokens=special)[0].ids
+    return ids
 
 
 def convert(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import unicodedata
 from array import array
+from typing import AnyStr
 
 from ttftscope.tokenization.boundary import SPACE_MARK
 
@@ -67,11 +68,11 @@ def last_run_start(text: str, end: int, cap: int) -> int:
     return 0
 
 
-def common_prefix_len(old: str, new: str) -> int:
+def common_prefix_len(old: AnyStr, new: AnyStr) -> int:
     """Length of the longest common prefix, by C-speed chunk comparisons (no per-char loop).
 
-    >>> common_prefix_len("hello world", "hello there")
-    6
+    >>> common_prefix_len("hello world", "hello there"), common_prefix_len(b"ab", b"ac")
+    (6, 1)
     """
     if new.startswith(old):
         return len(old)

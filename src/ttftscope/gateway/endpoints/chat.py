@@ -14,7 +14,7 @@ from starlette.responses import Response
 from ttftscope.gateway.apierrors import openai_error
 from ttftscope.gateway.asgi import ClientGone, Receive, Scope
 from ttftscope.gateway.forward import forward
-from ttftscope.gateway.idpath import chat_inputs, encode_chat, takes_ids
+from ttftscope.gateway.idpath import as_chat, encode_chat, prepare, takes_ids
 from ttftscope.gateway.idsbody import chat_ids_body, splice_ids
 from ttftscope.gateway.sessions import Encoded
 from ttftscope.gateway.state import BadRequest, Gateway, session_pin
@@ -36,7 +36,7 @@ async def chat_completions(gw: Gateway, scope: Scope, receive: Receive) -> Respo
         raw, body, up = await gw.read(scope, receive)
         mode, response = await _chat(gw, up, raw, body, session_pin(scope["headers"], body))
     except BadRequest as exc:
-        response = openai_error(exc.status, exc.message)
+        response = openai_error(exc.status, exc.message, headers=exc.headers)
     except ClientGone:
         response = Response(status_code=499)
     return gw.count("chat", up, mode, response)
@@ -57,7 +57,8 @@ async def _chat(
     if not takes_ids(up, "chat"):
         return await as_text(None)
     try:
-        enc = await encode_chat(gw, up, body, chat_inputs(up, body), pin=pin, api="chat")
+        _, prompt = await prepare(gw, up, body, len(raw), as_chat)
+        enc = await encode_chat(gw, up, body, prompt, pin=pin, api="chat")
     except PassThrough as exc:
         return await as_text(exc.reason)
     if up.api == "completions" or up.plain_via_completions:

@@ -10,6 +10,7 @@ from starlette.responses import Response
 from ttftscope.gateway.apierrors import openai_error
 from ttftscope.gateway.asgi import ClientGone, Receive, Scope
 from ttftscope.gateway.forward import forward
+from ttftscope.gateway.idpath import encode_prompt
 from ttftscope.gateway.idsbody import splice_ids
 from ttftscope.gateway.state import BadRequest, Gateway, session_pin
 from ttftscope.gateway.upstreams import Upstream
@@ -25,15 +26,15 @@ async def completions(gw: Gateway, scope: Scope, receive: Receive) -> Response:
         prompt = body.get("prompt")
         data = raw
         if up.cache is not None and up.api is not None and isinstance(prompt, str):
-            enc = await up.cache.encode(prompt, session_pin(scope["headers"], body))
-            gw.account(up, enc)
+            pin = session_pin(scope["headers"], body)
+            enc = await encode_prompt(gw, up, body["model"], prompt, pin)
             rest = {k: v for k, v in body.items() if k != "prompt"}
             data, mode = splice_ids(rest, "prompt", enc.ids_json), "ids"
         elif up.api is not None:
             mode = gw.passthrough(up, "prompt_not_text")
         response = await forward(up, "/completions", data, stream=stream, metrics=gw.metrics)
     except BadRequest as exc:
-        response = openai_error(exc.status, exc.message)
+        response = openai_error(exc.status, exc.message, headers=exc.headers)
     except ClientGone:
         response = Response(status_code=499)
     return gw.count("completions", up, mode, response)

@@ -23,7 +23,7 @@ from ttftscope.gateway.apierrors import anthropic_error
 from ttftscope.gateway.asgi import ClientGone, Receive, Scope
 from ttftscope.gateway.endpoints.native import serve_native
 from ttftscope.gateway.forward import forward
-from ttftscope.gateway.idpath import chat_inputs, encode_chat, render_chat, takes_ids
+from ttftscope.gateway.idpath import chat_inputs, encode_chat, prepare, render_chat, takes_ids
 from ttftscope.gateway.state import BadRequest, Gateway, session_pin
 from ttftscope.gateway.upstreams import Upstream
 from ttftscope.gateway.vllm_chat import ChatInputs, PassThrough
@@ -50,7 +50,7 @@ async def count_tokens(gw: Gateway, scope: Scope, receive: Receive) -> Response:
     mode = "text"
     try:
         raw, body, up = await gw.read(scope, receive)
-        n = await _count(gw, up, body, scope) if takes_ids(up, "messages") else None
+        n = await _count(gw, up, body, len(raw), scope) if takes_ids(up, "messages") else None
         if n is None:
             response = await forward(
                 up, "/messages/count_tokens", raw, stream=False, metrics=gw.metrics, fmt="anthropic"
@@ -60,19 +60,22 @@ async def count_tokens(gw: Gateway, scope: Scope, receive: Receive) -> Response:
             answer = {"input_tokens": n, "context_management": {"original_input_tokens": n}}
             response = Response(orjson.dumps(answer), media_type="application/json")
     except BadRequest as exc:
-        response = anthropic_error(exc.status, exc.message)
+        response = anthropic_error(exc.status, exc.message, headers=exc.headers)
     except ClientGone:
         response = Response(status_code=499)
     return gw.count("count_tokens", up, mode, response)
 
 
-async def _count(gw: Gateway, up: Upstream, body: dict[str, Any], scope: Scope) -> int | None:
+async def _count(
+    gw: Gateway, up: Upstream, body: dict[str, Any], size: int, scope: Scope
+) -> int | None:
     if not isinstance(body.get("model"), str) or not body["model"]:
         return None  # vLLM's 400 says what is wrong
     try:
-        chat, inputs = to_chat(up, body)
+        chat, prompt = await prepare(gw, up, body, size, to_chat)
         pin = session_pin(scope["headers"], body)
-        enc = await encode_chat(gw, up, chat, inputs, pin=pin, api="messages")
+        # no length bound: Claude Code counts to learn when to compact a long conversation
+        enc = await encode_chat(gw, up, chat, prompt, pin=pin, api="messages", bounded=False)
     except PassThrough as exc:
         gw.passthrough(up, exc.reason)
         return None

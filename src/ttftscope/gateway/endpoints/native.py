@@ -10,7 +10,6 @@ calls, stop reasons, events). The endpoint supplies the conversion to vLLM's cha
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from starlette.responses import Response
@@ -18,16 +17,12 @@ from starlette.responses import Response
 from ttftscope.gateway.apierrors import ErrorFormat, error_response
 from ttftscope.gateway.asgi import ClientGone, Receive, Scope
 from ttftscope.gateway.forward import forward
-from ttftscope.gateway.idpath import encode_chat, takes_ids
+from ttftscope.gateway.idpath import Convert, encode_chat, prepare, takes_ids
 from ttftscope.gateway.idsbody import kv_ids_body
 from ttftscope.gateway.state import BadRequest, Gateway, session_pin
 from ttftscope.gateway.upstreams import Upstream
 from ttftscope.gateway.verify import GatewayApi
-from ttftscope.gateway.vllm_chat import ChatInputs, PassThrough
-
-# the chat body vLLM derives from the API body on this upstream, and the template inputs it
-# renders from it (PassThrough if unsure)
-Convert = Callable[[Upstream, dict[str, Any]], tuple[dict[str, Any], ChatInputs]]
+from ttftscope.gateway.vllm_chat import PassThrough
 
 
 async def serve_native(
@@ -49,7 +44,7 @@ async def serve_native(
         data, mode = await _with_ids(gw, up, raw, body, scope, api, convert)
         response = await forward(up, path, data, stream=stream, metrics=gw.metrics, fmt=fmt)
     except BadRequest as exc:
-        response = error_response(fmt, exc.status, exc.message)
+        response = error_response(fmt, exc.status, exc.message, headers=exc.headers)
     except ClientGone:
         response = Response(status_code=499)
     return gw.count(api, up, mode, response)
@@ -70,9 +65,9 @@ async def _with_ids(
             gw.passthrough(up, "upstream_api")
         return raw, "text"
     try:
-        chat, inputs = convert(up, body)
+        chat, prompt = await prepare(gw, up, body, len(raw), convert)
         pin = session_pin(scope["headers"], body)
-        enc = await encode_chat(gw, up, chat, inputs, pin=pin, api=api, native=body)
+        enc = await encode_chat(gw, up, chat, prompt, pin=pin, api=api, native=body)
     except PassThrough as exc:
         return raw, gw.passthrough(up, exc.reason)
     return kv_ids_body(body, enc.ids_json), "ids"
