@@ -31,6 +31,10 @@ _PASSED_HEADERS = ("content-type", "retry-after", "x-request-id")
 Rewrite = Callable[[bytes], bytes]
 
 
+class BadAnswer(Exception):
+    """Raised by a ``rewrite_body`` that cannot read the upstream's 200 answer: says what came."""
+
+
 async def forward(
     up: Upstream,
     path: str,
@@ -56,13 +60,20 @@ async def forward(
         return error_response(fmt, 502, f"upstream {up.name!r} is unreachable ({exc})")
     metrics.upstream_ttfb.labels(up.name).observe(time.perf_counter() - t0)
     headers = {k: v for k in _PASSED_HEADERS if (v := resp.headers.get(k)) is not None}
+    wrong = _unexpected_type(resp.headers.get("content-type"), stream)
+    if resp.status == 200 and wrong is not None:
+        resp.close()  # not what was asked for (a web page, an SSE body for JSON): not relayed
+        return error_response(fmt, 502, f"upstream {up.name!r} answered 200 with {wrong}")
     if resp.status != 200 or not stream:
         try:
             body = await resp.read()
         except HopError as exc:
             return error_response(fmt, 502, f"upstream {up.name!r} broke off its answer ({exc})")
         if resp.status == 200 and rewrite_body is not None:
-            body = rewrite_body(body)
+            try:
+                body = rewrite_body(body)
+            except BadAnswer as exc:
+                return error_response(fmt, 502, f"upstream {up.name!r} answered 200 with {exc}")
         elif resp.status != 200:
             body = up.scrub(body)
         return Response(body, status_code=resp.status, headers=headers)
@@ -108,6 +119,25 @@ async def _relay(
             resp.release()
         else:  # a disconnected client lands here too: closing makes vLLM abort the request
             resp.close()
+
+
+def _unexpected_type(content_type: str | None, stream: bool) -> str | None:
+    """What is wrong with a 200 answer of ``content_type`` to a request that asked for a
+    stream (or not), or None. No content type at all is taken at its word.
+
+    >>> _unexpected_type("text/html; charset=utf-8", stream=True)
+    'text/html; charset=utf-8, not an event stream'
+    >>> _unexpected_type("application/json", stream=False) is None
+    True
+    """
+    if content_type is None:
+        return None
+    media = content_type.split(";", 1)[0].strip().lower()
+    if stream:
+        return None if media == "text/event-stream" else f"{content_type}, not an event stream"
+    if media == "application/json" or media.endswith("+json"):
+        return None
+    return f"{content_type}, not JSON"
 
 
 def token_event(path: str) -> int | bytes:

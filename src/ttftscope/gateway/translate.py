@@ -21,6 +21,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final, Literal
 
 from ttftscope.client.sse import SSEDecoder, SSEEvent
+from ttftscope.gateway.inputpolicy import InvalidField, stream_of
+from ttftscope.gateway.jsoncodec import dumps
 
 __all__ = [
     "CannotTranslate", "ChatStreamTranslator", "TranslateReason", "chat_response",
@@ -186,9 +188,16 @@ def _n(body: Mapping[str, Any]) -> int | None:
         return None  # chat takes null as 1; completions' n is not nullable
     if not _is_int(n) or n < 1:
         raise CannotTranslate("invalid", f"n={n!r}")
-    if n > 1 and body.get("stream"):
+    if n > 1 and _streams(body):
         raise CannotTranslate("n_stream", f"n={n} cannot be streamed as chat")
     return int(n)
+
+
+def _streams(body: Mapping[str, Any]) -> bool:
+    try:
+        return stream_of(body)  # as vLLM reads it: "no" does not stream
+    except InvalidField as exc:
+        raise CannotTranslate("invalid", str(exc)) from None
 
 
 def _max_tokens(
@@ -223,7 +232,11 @@ def _chat_id(upstream_id: object) -> str:
 
 def _sse(obj: Mapping[str, Any]) -> str:
     # pydantic's model_dump_json: compact separators, UTF-8 text left unescaped
-    return f"data: {json.dumps(obj, ensure_ascii=False, separators=(',', ':'))}\n\n"
+    try:
+        text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    except RecursionError:  # an upstream value nested too deep for json: orjson's loop
+        text = dumps(obj).decode()
+    return f"data: {text}\n\n"
 
 
 def _raw_event(data: str) -> str:
@@ -234,7 +247,7 @@ def _completion_chunk(data: str) -> dict[str, Any] | None:
     """``data`` as a completions chunk object (a list of object choices), else None."""
     try:
         obj = json.loads(data)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past json's stack
         return None
     choices = obj.get("choices") if isinstance(obj, dict) else None
     if isinstance(choices, list) and all(
@@ -297,7 +310,8 @@ class ChatStreamTranslator:
         for event in events:
             if not self._done:  # vLLM sends nothing after [DONE]; neither do we
                 out.extend(self._translate(event))
-        return "".join(out).encode()
+        # a lone surrogate the upstream sent escaped (\\ud800) goes on escaped: valid JSON
+        return "".join(out).encode("utf-8", "backslashreplace")
 
     def _translate(self, event: SSEEvent) -> list[str]:
         if event.is_done:
