@@ -24,6 +24,10 @@ Scenarios (chat and completions unless noted):
     deep_answer   the normal answer with a value nested ``FaultOptions.answer_depth`` deep in
                   its first choice (each SSE event of a stream too)
     surrogate     the normal answer whose first text holds a lone surrogate escape (``\\ud800``)
+    by_model      normal, except a request for a model named like one of the scenarios html,
+                  json_array, empty_html, deep_answer, surrogate or vllm_bools (or ``name@…``)
+                  gets that one (on /v1/messages and /v1/responses: all but the odd answers):
+                  an upstream that passes the gateway's probe (of ``models[0]``), then fails
 
 ``GET /{scenario}/health`` answers 200 and ``GET /{scenario}/version`` vLLM's version
 (``FaultOptions.version``; None: 404), so it stands in for a local vLLM in tests. Like vLLM,
@@ -164,6 +168,8 @@ def _app(srv: FaultServer) -> Starlette:
         scenario = request.path_params["scenario"]
         kind = "chat" if request.url.path.endswith("/chat/completions") else "completions"
         payload = _payload(body)
+        if scenario == "by_model":
+            scenario = _by_model(payload, _BY_MODEL) or scenario
         if scenario == "slow_headers":
             await asyncio.sleep(opts.header_delay_s)
         if scenario == "html":
@@ -176,7 +182,7 @@ def _app(srv: FaultServer) -> Starlette:
             if isinstance(read, Response):
                 return read
             stream = read
-        if scenario in ("json_array", "empty_html"):
+        if scenario in _SHAPE_FAULTS:
             return _shape_fault(scenario)
         model = str(payload.get("model"))
         if model not in opts.models:
@@ -207,11 +213,19 @@ def _app(srv: FaultServer) -> Starlette:
 
     async def agent_api(request: Request) -> Response:
         payload = _payload(await capture(request))
+        if request.path_params["scenario"] == "by_model" and _by_model(payload, _SHAPE_FAULTS):
+            return _shape_fault(_by_model(payload, _SHAPE_FAULTS))
         ids = _sent_ids(payload)
         n = opts.prompt_tokens if ids is None else len(ids)
         kind = "messages" if request.url.path.endswith("/messages") else "responses"
         text = "".join(opts.content)
-        if payload.get("stream") is True:
+        stream = payload.get("stream") is True
+        if _by_model(payload, {"vllm_bools"}):
+            read = _vllm_bool(payload.get("stream"))
+            if isinstance(read, Response):
+                return read
+            stream = read
+        if stream:
             return StreamingResponse(
                 iter(_agent_stream(kind, text, n)), media_type="text/event-stream"
             )
@@ -234,11 +248,19 @@ def _app(srv: FaultServer) -> Starlette:
 
 _STATUS_FAULTS = {"rate_limited", "server_error", "unauthorized"}
 _ODD_ANSWERS = {"deep_answer", "surrogate"}
+_SHAPE_FAULTS = {"json_array", "empty_html", "html"}
+_BY_MODEL = _ODD_ANSWERS | _SHAPE_FAULTS | {"vllm_bools"}
 
 
 def _payload(body: bytes) -> Any:
     # orjson: a body the gateway forwards at any depth it reads (1024) is read here too
     return orjson.loads(body or b"{}")
+
+
+def _by_model(payload: Any, scenarios: set[str]) -> str:
+    """The scenario the request's model names (``name`` or ``name@anything``), or ""."""
+    name = str(payload.get("model") if isinstance(payload, dict) else "").split("@")[0]
+    return name if name in scenarios else ""
 
 
 def _vllm_bool(value: object) -> bool | Response:
@@ -258,6 +280,8 @@ def _vllm_bool(value: object) -> bool | Response:
 def _shape_fault(scenario: str) -> Response:
     if scenario == "json_array":
         return JSONResponse([])
+    if scenario == "html":
+        return HTMLResponse("<!doctype html><html><body>Welcome to nginx!</body></html>")
     return HTMLResponse("")
 
 

@@ -2,8 +2,10 @@
 
 Upstream errors (4xx, 429 with ``Retry-After``, 5xx) reach the client with their status and
 body. An upstream that cannot be reached is a 502, one that does not answer in time a 504,
-both with an error body in the route's API format. A client that disconnects closes the
-upstream connection, which makes vLLM abort the request.
+both with an error body in the route's API format. So is a 200 that is not what was asked
+for: another content type (a web page, JSON for a stream), or a whole answer that is not a
+JSON object. A client that disconnects closes the upstream connection, which makes vLLM
+abort the request.
 
 The first token of a stream is timed for ``/metrics``: the first SSE event that carries one
 (:func:`token_event`): the second on chat (a role chunk opens it), the first on completions,
@@ -18,6 +20,7 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator, Callable
 
+import orjson
 from starlette.responses import Response, StreamingResponse
 
 from ttftscope.gateway.apierrors import ErrorFormat, error_response, stream_error
@@ -69,13 +72,13 @@ async def forward(
             body = await resp.read()
         except HopError as exc:
             return error_response(fmt, 502, f"upstream {up.name!r} broke off its answer ({exc})")
-        if resp.status == 200 and rewrite_body is not None:
+        if resp.status != 200:
+            body = up.scrub(body)
+        else:
             try:
-                body = rewrite_body(body)
+                body = _json_object(body) if rewrite_body is None else rewrite_body(body)
             except BadAnswer as exc:
                 return error_response(fmt, 502, f"upstream {up.name!r} answered 200 with {exc}")
-        elif resp.status != 200:
-            body = up.scrub(body)
         return Response(body, status_code=resp.status, headers=headers)
     return StreamingResponse(
         _relay(up, resp, t0, metrics, rewrite_stream, token_event(path), fmt),
@@ -119,6 +122,18 @@ async def _relay(
             resp.release()
         else:  # a disconnected client lands here too: closing makes vLLM abort the request
             resp.close()
+
+
+def _json_object(body: bytes) -> bytes:
+    """``body`` if it is a JSON object (what every API answers), else :class:`BadAnswer`: a
+    client SDK would fail on it with less to go on than a 502 that says what came."""
+    try:
+        answer = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise BadAnswer(f"a body that is not JSON ({exc})") from None
+    if not isinstance(answer, dict):
+        raise BadAnswer(f"a JSON {type(answer).__name__}, not an object")
+    return body
 
 
 def _unexpected_type(content_type: str | None, stream: bool) -> str | None:

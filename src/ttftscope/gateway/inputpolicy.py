@@ -84,10 +84,10 @@ def client_ids(path: str, body: Mapping[str, Any]) -> list[tuple[str, list[Any]]
     if isinstance(kv, Mapping) and isinstance(kv.get("prompt_token_ids"), list):
         found.append(("kv_transfer_params.prompt_token_ids", kv["prompt_token_ids"]))
     prompt = body.get("prompt")
-    if path.endswith("/completions") and isinstance(prompt, list) and prompt:
+    if path.endswith("/v1/completions") and isinstance(prompt, list) and prompt:
         if all(isinstance(p, list) for p in prompt):
             found.extend((f"prompt[{i}]", p) for i, p in enumerate(prompt))
-        elif not any(isinstance(p, str | list) for p in prompt):
+        elif not all(isinstance(p, str) for p in prompt):  # not a batch of texts: ids
             found.append(("prompt", prompt))
     return found
 

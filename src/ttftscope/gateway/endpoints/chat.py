@@ -108,7 +108,7 @@ async def _via_completions(
         except orjson.JSONDecodeError as exc:
             raise BadAnswer(f"a body that is not JSON ({exc})") from None
         if not isinstance(completion, dict):
-            raise BadAnswer(f"a JSON {type(completion).__name__}, not a completions object")
+            raise BadAnswer(f"a JSON {type(completion).__name__}, not an object")
         return dumps(chat_response(completion, model=model))
 
     return await forward(
