@@ -94,7 +94,9 @@ def _counted(gw: GatewayServer) -> Counter[tuple[str, str]]:
     """``requests_total`` by (route label, status)."""
     text = httpx.get(f"http://127.0.0.1:{gw.port}/metrics").text
     out: Counter[tuple[str, str]] = Counter()
-    for labels, value in re.findall(r"^ttftscope_gateway_requests_total\{(.*)\} (\S+)$", text, re.M):
+    for labels, value in re.findall(
+        r"^ttftscope_gateway_requests_total\{(.*)\} (\S+)$", text, re.M
+    ):
         fields = dict(re.findall(r'(\w+)="([^"]*)"', labels))
         out[fields["route"], fields["status"]] += int(float(value))
     return out
