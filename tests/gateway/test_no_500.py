@@ -64,12 +64,13 @@ def gw(upstream: FaultServer, qwen2_dir: Path) -> Iterator[GatewayServer]:
 
 def _body(route: str, model: str, **extra: Any) -> dict[str, Any]:
     message = [{"role": "user", "content": "hello there"}]
-    base: dict[str, Any] = {
+    bases: dict[str, dict[str, Any]] = {
         "/chat/completions": {"messages": message, "max_tokens": 5},
         "/completions": {"prompt": "hello there", "max_tokens": 5},
         "/messages": {"messages": message, "max_tokens": 5},
         "/responses": {"input": "hello there"},
-    }[route]
+    }
+    base = bases[route]
     return {"model": model, **base, **extra}
 
 
@@ -263,14 +264,15 @@ def test_client_ids_outside_the_vocabulary_are_refused_before_the_upstream(
 ) -> None:
     tally = _Tally(gw)
     sent = len(upstream.requests)
+    model = kind.encode()
     cases = [
-        ("/completions", b'{"model":"m-%s","prompt":%s}' % (kind.encode(), ids), "prompt"),
-        ("/completions", b'{"model":"m-%s","prompt":[[1],%s]}' % (kind.encode(), ids), "prompt"),
+        ("/completions", b'{"model":"m-%s","prompt":%s}' % (model, ids)),
+        ("/completions", b'{"model":"m-%s","prompt":[[1],%s]}' % (model, ids)),
     ]
     for route in ("/chat/completions", "/messages", "/responses"):
         body = orjson.dumps(_body(route, f"m-{kind}", kv_transfer_params={"prompt_token_ids": 0}))
         cases.append((route, body.replace(b'"prompt_token_ids":0', b'"prompt_token_ids":' + ids)))
-    for route, body, *_ in cases:
+    for route, body in cases:
         resp = tally.post(route, body)
         assert resp.status_code == 400, (route, resp.text)
         assert named in _error(route, resp) and "not a token id" in _error(route, resp)
