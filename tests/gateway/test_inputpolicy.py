@@ -59,6 +59,15 @@ def test_no_stream_field_is_no_stream() -> None:
     assert stream_of({}) is False
 
 
+def test_a_deep_value_is_described_not_written_out() -> None:
+    deep: list[Any] = []
+    for _ in range(5000):  # past what json.dumps writes
+        deep = [deep]
+    with pytest.raises(InvalidField, match=r"\(got a list;"):
+        stream_of({"stream": deep})
+    assert token_ids_problem("prompt", [deep], 9) is not None
+
+
 @pytest.mark.parametrize(
     ("path", "body", "want"),
     [
@@ -88,7 +97,8 @@ def test_the_ids_a_client_sends_are_found_where_vllm_reads_them(
         ([1, 1.0], "prompt[1] is 1.0"),
         ([1.2e29], "prompt[0] is 1.2e+29"),
         ([100], "prompt[0] is 100"),
-        (["1"], 'prompt[0] is "1"'),
+        (["1"], "prompt[0] is '1'"),
+        ([[[1]]], "prompt[0] is a list"),
         ([None], "prompt[0] is null"),
     ],
 )

@@ -64,7 +64,7 @@ def stream_of(body: Mapping[str, Any]) -> bool:
     try:
         return lax_bool(value) is True
     except ValueError:
-        got = json.dumps(value)[:80] if not isinstance(value, str) else repr(value[:80])
+        got = _shown(value)
         raise InvalidField(
             f"stream: Input should be a valid boolean, unable to interpret input (got {got}; "
             'vLLM takes true/false, 1/0 or "true"/"false", "yes"/"no", "on"/"off")'
@@ -96,8 +96,8 @@ def token_ids_problem(name: str, ids: list[Any], max_id: int) -> str | None:
     """What is wrong with ``ids`` (field ``name``) as token ids of a vocabulary whose largest
     id is ``max_id``, or None.
 
-    >>> token_ids_problem("prompt", [1, True], 9)
-    'prompt[1] is true, not a token id: ids are integers from 0 to 9 (this model\\'s vocabulary)'
+    >>> print(token_ids_problem("prompt", [1, True], 9))
+    prompt[1] is true, not a token id: ids are integers from 0 to 9 (this model's vocabulary)
     >>> token_ids_problem("prompt", [0, 9], 9) is None
     True
     """
@@ -105,12 +105,27 @@ def token_ids_problem(name: str, ids: list[Any], max_id: int) -> str | None:
         return None
     for at, i in enumerate(ids):
         if type(i) is not int or not 0 <= i <= max_id:
-            shown = json.dumps(i)[:40] if not isinstance(i, float) else repr(i)
             return (
-                f"{name}[{at}] is {shown}, not a token id: ids are integers from 0 to {max_id} "
+                f"{name}[{at}] is {_shown(i)}, not a token id: ids are integers from 0 to {max_id} "
                 "(this model's vocabulary)"
             )
     return None  # pragma: no cover - the fast check above found a bad id
+
+
+def _shown(value: object) -> str:
+    """A short rendering of a client's value for a message (containers by kind: they may
+    nest past what ``json`` writes).
+
+    >>> _shown("maybe"), _shown(1.2e29), _shown([[1]]), _shown(None)
+    ("'maybe'", '1.2e+29', 'a list', 'null')
+    """
+    if isinstance(value, str):
+        return repr(value[:80])
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, list | dict):
+        return "a list" if isinstance(value, list) else "an object"
+    return json.dumps(value)
 
 
 _MAX_IDS: weakref.WeakKeyDictionary[Tokenizer, int] = weakref.WeakKeyDictionary()

@@ -127,25 +127,54 @@ _DONE: Final = object()
 def inexact_number(written: bytes, obj: Any) -> str | None:
     """Where ``obj`` (``written`` is its JSON) holds a number orjson read inexactly, else None.
 
-    orjson writes doubles of 1e16 and more with an exponent (``1.2e+29``): a body written
-    without ``e+`` holds none, so only bodies with one are walked. Any double of magnitude
-    2**63 or more counts (the literal ``1e19`` too): such bodies go upstream as they came.
+    orjson writes doubles of 1e16 and more with an exponent after a digit (``1.2e+29``): a
+    body written without one holds none, so only bodies with one (or with such text) are
+    walked. Any double of magnitude 2**63 or more counts (the literal ``1e19`` too): such
+    bodies go upstream as they came.
 
     >>> inexact_number(b'{"seed":1.2e+29}', {"seed": 1.2e29})
     'seed'
-    >>> inexact_number(b'{"seed":7}', {"seed": 7}) is None
+    >>> inexact_number(b'{"seed":7,"t":"size+1"}', {"seed": 7, "t": "size+1"}) is None
     True
     """
-    if b"e+" not in written:
+    if not _exponent_after_digit(written) or not _has_big_double(obj):
         return None
     stack: list[tuple[str, Any]] = [("", obj)]
-    while stack:
+    while stack:  # again, naming the place this time
         path, value = stack.pop()
-        if isinstance(value, float):
-            if not math.isfinite(value) or abs(value) >= 2.0**63:
-                return path or "(the body)"
-        elif isinstance(value, dict):
+        if isinstance(value, float) and _big(value):
+            return path or "(the body)"
+        if isinstance(value, dict):
             stack.extend((f"{path}.{k}" if path else str(k), v) for k, v in value.items())
         elif isinstance(value, list):
             stack.extend((f"{path}[{i}]", v) for i, v in enumerate(value))
-    return None
+    return None  # pragma: no cover - _has_big_double found one
+
+
+def _exponent_after_digit(written: bytes) -> bool:
+    at = written.find(b"e+")
+    while at > 0:
+        if written[at - 1] in _DIGITS:
+            return True
+        at = written.find(b"e+", at + 2)
+    return False
+
+
+_DIGITS: Final = frozenset(b"0123456789")
+
+
+def _has_big_double(obj: Any) -> bool:
+    stack = [obj]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+        elif isinstance(value, float) and _big(value):
+            return True
+    return False
+
+
+def _big(value: float) -> bool:
+    return not math.isfinite(value) or abs(value) >= 2.0**63
