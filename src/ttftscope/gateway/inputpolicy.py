@@ -48,7 +48,7 @@ def lax_bool(value: object) -> bool | None:
         word = value.lower()
         if word in _TRUE or word in _FALSE:
             return word in _TRUE
-    raise ValueError(f"{value!r} is not a boolean")
+    raise ValueError(f"{_shown(value)} is not a boolean")
 
 
 def stream_of(body: Mapping[str, Any]) -> bool:
