@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import orjson
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from tests.faultserver import FaultOptions, FaultServer
@@ -324,4 +324,46 @@ def test_a_failure_of_the_gateways_own_is_a_counted_500_in_the_routes_format(
         resp = tally.post(route, _body(route, "m-ids"))
         assert resp.status_code == 500
         assert "the gateway failed on this request" in _error(route, resp)
+    tally.check()
+
+
+_FIELDS = (
+    "tools", "tool_choice", "response_format", "stop", "logit_bias", "metadata", "echo", "n",
+    "max_tokens", "chat_template_kwargs", "kv_transfer_params", "stream_options", "documents",
+    "add_generation_prompt", "truncate_prompt_tokens", "thinking", "system", "instructions",
+    "input", "prompt", "messages", "logprobs", "seed", "user", "reasoning_effort", "model",
+)  # fmt: skip
+
+
+_scalars = st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.floats()
+_values = st.recursive(
+    _scalars | st.text(max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.sampled_from(["type", "role", "content", "text", "name", "a"]), inner)
+    ),
+    max_leaves=8,
+)  # wrong types of every kind, small
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    route=st.sampled_from(ROUTES),
+    kind=st.sampled_from(KINDS),
+    field=st.sampled_from(_FIELDS),
+    value=st.builds(_deep, st.integers(1, LIMIT - 2) | st.sampled_from([253, 254, 999]))
+    | st.builds(orjson.dumps, _values),
+)
+@example(route="/chat/completions", kind="ids", field="reasoning_effort", value=b"[]")
+@example(route="/messages", kind="ids", field="tool_choice", value=b'{"type":[]}')
+@example(route="/chat/completions", kind="plain", field="response_format", value=_deep(1000))
+def test_a_deep_or_odd_value_in_any_field_the_gateway_reads_is_never_a_500(
+    gw: GatewayServer, route: str, kind: str, field: str, value: bytes
+) -> None:
+    tally = _Tally(gw)
+    body = orjson.dumps({**_body(route, f"m-{kind}"), field: "marker"})
+    resp = tally.post(route, body.replace(b'"marker"', value, 1))
+    assert resp.status_code in (200, 400), resp.text  # 400: the gateway's own check or vLLM's
+    if resp.status_code == 400:
+        assert _error(route, resp)
     tally.check()

@@ -15,6 +15,7 @@ Upstream errors (HTTP error bodies, in-stream ``{"error": …}`` events) are not
 from __future__ import annotations
 
 import json
+import reprlib
 import time
 import uuid
 from collections.abc import Iterable, Mapping
@@ -152,7 +153,8 @@ def completions_body(
 def _check_refused(body: Mapping[str, Any]) -> None:
     for name, (reason, neutral) in _REFUSED.items():
         if name in body and body[name] not in neutral:
-            raise CannotTranslate(reason, f"{name}={body[name]!r} has no completions equivalent")
+            value = reprlib.repr(body[name])  # bounded: a client's value may nest 1000 deep
+            raise CannotTranslate(reason, f"{name}={value} has no completions equivalent")
     kv = body.get("kv_transfer_params")
     if isinstance(kv, Mapping) and kv.get("prompt_token_ids") is not None:
         # chat would generate from these ids, not from the ones the gateway rendered
@@ -187,7 +189,7 @@ def _n(body: Mapping[str, Any]) -> int | None:
     if n is None:
         return None  # chat takes null as 1; completions' n is not nullable
     if not _is_int(n) or n < 1:
-        raise CannotTranslate("invalid", f"n={n!r}")
+        raise CannotTranslate("invalid", f"n={reprlib.repr(n)}")
     if n > 1 and _streams(body):
         raise CannotTranslate("n_stream", f"n={n} cannot be streamed as chat")
     return int(n)
@@ -210,7 +212,7 @@ def _max_tokens(
         raise CannotTranslate("max_tokens_unknown", "no max_tokens and max_model_len unknown")
     limit = body.get("truncate_prompt_tokens")
     if limit is not None and not _is_int(limit):
-        raise CannotTranslate("invalid", f"truncate_prompt_tokens={limit!r}")
+        raise CannotTranslate("invalid", f"truncate_prompt_tokens={reprlib.repr(limit)}")
     prompt_len = n_ids if limit is None or limit < 0 else min(n_ids, limit)
     left = max_model_len - prompt_len
     if left <= 0:

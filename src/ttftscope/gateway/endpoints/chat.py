@@ -27,7 +27,7 @@ from ttftscope.gateway.translate import (
     completions_body,
 )
 from ttftscope.gateway.upstreams import Upstream
-from ttftscope.gateway.vllm_chat import PassThrough
+from ttftscope.gateway.vllm_chat import PassThrough, converted
 
 
 async def chat_completions(gw: Gateway, scope: Scope, receive: Receive) -> Response:
@@ -61,7 +61,8 @@ async def _chat(
     if not takes_ids(up, "chat"):
         return await as_text(None)
     try:
-        enc = await encode_chat(gw, up, body, chat_inputs(up, body), pin=pin, api="chat")
+        inputs = converted(lambda: chat_inputs(up, body))
+        enc = await encode_chat(gw, up, body, inputs, pin=pin, api="chat")
     except PassThrough as exc:
         return await as_text(exc.reason)
     if up.api == "completions" or up.plain_via_completions:

@@ -26,7 +26,7 @@ from ttftscope.gateway.forward import forward
 from ttftscope.gateway.idpath import chat_inputs, encode_chat, render_chat, takes_ids
 from ttftscope.gateway.state import BadRequest, Gateway, internal_error, session_pin
 from ttftscope.gateway.upstreams import Upstream
-from ttftscope.gateway.vllm_chat import ChatInputs, PassThrough
+from ttftscope.gateway.vllm_chat import ChatInputs, PassThrough, converted
 from ttftscope.gateway.vllm_messages import (
     disabled_thinking_effort,
     merges_inline_system,
@@ -72,7 +72,7 @@ async def _count(gw: Gateway, up: Upstream, body: dict[str, Any], scope: Scope) 
     if not isinstance(body.get("model"), str) or not body["model"]:
         return None  # vLLM's 400 says what is wrong
     try:
-        chat, inputs = to_chat(up, body)
+        chat, inputs = converted(lambda: to_chat(up, body))
         pin = session_pin(scope["headers"], body)
         enc = await encode_chat(gw, up, chat, inputs, pin=pin, api="messages")
     except PassThrough as exc:

@@ -25,7 +25,7 @@ from ttftscope.gateway.jsoncodec import InexactNumber
 from ttftscope.gateway.state import BadRequest, Gateway, internal_error, session_pin
 from ttftscope.gateway.upstreams import Upstream
 from ttftscope.gateway.verify import GatewayApi
-from ttftscope.gateway.vllm_chat import ChatInputs, PassThrough
+from ttftscope.gateway.vllm_chat import ChatInputs, PassThrough, converted
 
 # the chat body vLLM derives from the API body on this upstream, and the template inputs it
 # renders from it (PassThrough if unsure)
@@ -74,7 +74,7 @@ async def _with_ids(
             gw.passthrough(up, "upstream_api")
         return raw, "text"
     try:
-        chat, inputs = convert(up, body)
+        chat, inputs = converted(lambda: convert(up, body))
         pin = session_pin(scope["headers"], body)
         enc = await encode_chat(gw, up, chat, inputs, pin=pin, api=api, native=body)
     except PassThrough as exc:
