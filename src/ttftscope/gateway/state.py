@@ -132,11 +132,13 @@ class Gateway:
             )
 
     async def read(self, scope: Scope, receive: Receive) -> tuple[bytes, dict[str, Any], Upstream]:
-        """Check the key, read the body, route by its model, log it: what every POST does."""
+        """Check the key, read the body, refuse fields vLLM would refuse, route by its model,
+        log it: what every POST does."""
         self.check_key(scope["headers"])
         raw, body = await self.body(scope, receive)
+        check_stream(scope["path"], body)  # vLLM validates before it looks at the model
         up = await self.route(body["model"])
-        check_fields(scope["path"], body, up)
+        check_ids(scope["path"], body, up)
         if self.request_log is not None:
             self.request_log.write(body, model=body["model"], upstream=up.name)
         return raw, body, up
@@ -229,14 +231,18 @@ def internal_error(fmt: ErrorFormat, route: str) -> Response:
     return error_response(fmt, 500, "the gateway failed on this request (its log says why)")
 
 
-def check_fields(path: str, body: Mapping[str, Any], up: Upstream) -> None:
-    """Refuse, as vLLM would, a ``stream`` it cannot read, and client token ids outside
-    ``up``'s vocabulary (when its tokenizer is loaded) before anything goes upstream."""
+def check_stream(path: str, body: Mapping[str, Any]) -> None:
+    """Refuse, as vLLM does, a ``stream`` value it cannot read."""
     try:
         if not path.endswith("/count_tokens"):  # no stream field there: vLLM ignores it
             stream_of(body)
     except InvalidField as exc:
         raise BadRequest(400, str(exc)) from None
+
+
+def check_ids(path: str, body: Mapping[str, Any], up: Upstream) -> None:
+    """Refuse client token ids outside ``up``'s vocabulary (when its tokenizer is loaded)
+    before they reach the engine."""
     if up.tok is None:
         return
     for name, ids in client_ids(path, body):
