@@ -9,7 +9,9 @@ Only requests whose chat answer is a pure function of the completions answer are
 the rest (tools, structured outputs, logprobs, reasoning, streamed ``n>1``, unknown fields …)
 raise :class:`CannotTranslate` and go upstream as text. Assumed: the upstream chat runs with no
 tool or reasoning parser and ``--response-role assistant`` (a parser splits chat's output).
-Upstream errors (HTTP error bodies, in-stream ``{"error": …}`` events) are not touched.
+Upstream errors (HTTP error bodies, in-stream ``{"error": …}`` events) are not touched, nor
+are events the translator cannot read (not JSON, nested past ``json``'s reach); a lone
+surrogate the upstream sent escaped stays escaped. A stream never stops on what it carries.
 """
 
 from __future__ import annotations
