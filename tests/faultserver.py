@@ -17,6 +17,17 @@ Scenarios (chat and completions unless noted):
     truncated     clean end of body, but no [DONE] and no finish_reason
     stream_error  a role chunk then an in-stream ``{"error": ...}`` event
     odd_chunks    the normal stream cut in odd byte pieces (mid-UTF-8, \\r|\\n, mid-JSON)
+    vllm_bools    like normal, but ``stream`` read as vLLM reads it (pydantic's lax bool: "no"
+                  does not stream, "maybe" is a 400 in vLLM's shape)
+    json_array    200 ``application/json`` ``[]``, streamed or not
+    empty_html    200 ``text/html`` with an empty body, streamed or not
+    deep_answer   the normal answer with a value nested ``FaultOptions.answer_depth`` deep in
+                  its first choice (each SSE event of a stream too)
+    surrogate     the normal answer whose first text holds a lone surrogate escape (``\\ud800``)
+    by_model      normal, except a request for a model named like one of the scenarios html,
+                  json_array, empty_html, deep_answer, surrogate or vllm_bools (or ``name@…``)
+                  gets that one (on /v1/messages and /v1/responses: all but the odd answers):
+                  an upstream that passes the gateway's probe (of ``models[0]``), then fails
 
 ``GET /{scenario}/health`` answers 200 and ``GET /{scenario}/version`` vLLM's version
 (``FaultOptions.version``; None: 404), so it stands in for a local vLLM in tests. Like vLLM,
@@ -35,6 +46,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
@@ -56,6 +68,7 @@ class FaultOptions:
     prompt_tokens: int = 11
     cached_tokens: int | None = 8
     version: str | None = "0.32.0"
+    answer_depth: int = 1000
 
 
 @dataclass
@@ -154,13 +167,23 @@ def _app(srv: FaultServer) -> Starlette:
         body = await capture(request)
         scenario = request.path_params["scenario"]
         kind = "chat" if request.url.path.endswith("/chat/completions") else "completions"
-        payload = json.loads(body or b"{}")
+        payload = _payload(body)
+        if scenario == "by_model":
+            scenario = _by_model(payload, _BY_MODEL) or scenario
         if scenario == "slow_headers":
             await asyncio.sleep(opts.header_delay_s)
         if scenario == "html":
             return HTMLResponse("<!doctype html><html><body>Welcome to nginx!</body></html>")
         if scenario in _STATUS_FAULTS:
             return _status_fault(scenario, request, opts)
+        stream = bool(payload.get("stream"))
+        if scenario == "vllm_bools":
+            read = _vllm_bool(payload.get("stream"))
+            if isinstance(read, Response):
+                return read
+            stream = read
+        if scenario in _SHAPE_FAULTS:
+            return _shape_fault(scenario)
         model = str(payload.get("model"))
         if model not in opts.models:
             msg = f"The model `{model}` does not exist."
@@ -168,8 +191,12 @@ def _app(srv: FaultServer) -> Starlette:
         ids = _sent_ids(payload)
         # as vLLM does: the ids sent are the prompt
         mine = opts if ids is None else dataclasses.replace(opts, prompt_tokens=len(ids))
-        if not payload.get("stream"):
-            return JSONResponse(_full_answer(mine, kind, model))
+        if not stream:
+            answer = _full_answer(mine, kind, model)
+            if scenario in _ODD_ANSWERS:
+                raw = _odd_answer(scenario, answer, opts)
+                return Response(raw, media_type="application/json")
+            return JSONResponse(answer)
         return StreamingResponse(_body(scenario, mine, kind, model), media_type="text/event-stream")
 
     async def health(request: Request) -> Response:
@@ -185,12 +212,20 @@ def _app(srv: FaultServer) -> Starlette:
         return JSONResponse({"version": opts.version})
 
     async def agent_api(request: Request) -> Response:
-        payload = json.loads(await capture(request) or b"{}")
+        payload = _payload(await capture(request))
+        if request.path_params["scenario"] == "by_model" and _by_model(payload, _SHAPE_FAULTS):
+            return _shape_fault(_by_model(payload, _SHAPE_FAULTS))
         ids = _sent_ids(payload)
         n = opts.prompt_tokens if ids is None else len(ids)
         kind = "messages" if request.url.path.endswith("/messages") else "responses"
         text = "".join(opts.content)
-        if payload.get("stream") is True:
+        stream = payload.get("stream") is True
+        if _by_model(payload, {"vllm_bools"}):
+            read = _vllm_bool(payload.get("stream"))
+            if isinstance(read, Response):
+                return read
+            stream = read
+        if stream:
             return StreamingResponse(
                 iter(_agent_stream(kind, text, n)), media_type="text/event-stream"
             )
@@ -212,6 +247,59 @@ def _app(srv: FaultServer) -> Starlette:
 
 
 _STATUS_FAULTS = {"rate_limited", "server_error", "unauthorized"}
+_ODD_ANSWERS = {"deep_answer", "surrogate"}
+_SHAPE_FAULTS = {"json_array", "empty_html", "html"}
+_BY_MODEL = _ODD_ANSWERS | _SHAPE_FAULTS | {"vllm_bools"}
+
+
+def _payload(body: bytes) -> Any:
+    # orjson: a body the gateway forwards at any depth it reads (1024) is read here too
+    return orjson.loads(body or b"{}")
+
+
+def _by_model(payload: Any, scenarios: set[str]) -> str:
+    """The scenario the request's model names (``name`` or ``name@anything``), or ""."""
+    name = str(payload.get("model") if isinstance(payload, dict) else "").split("@")[0]
+    return name if name in scenarios else ""
+
+
+def _vllm_bool(value: object) -> bool | Response:
+    """``value`` as vLLM's pydantic reads ``stream``, or vLLM's 400."""
+    if value is None or isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, int | float) and value in (0, 1):
+        return bool(value)
+    words = {"1": True, "on": True, "t": True, "true": True, "y": True, "yes": True}
+    words.update({"0": False, "off": False, "f": False, "false": False, "n": False, "no": False})
+    if isinstance(value, str) and value.isascii() and value.lower() in words:
+        return words[value.lower()]
+    msg = "1 validation error: stream: Input should be a valid boolean"
+    return JSONResponse(_error_body(msg, "Bad Request", 400), status_code=400)
+
+
+def _shape_fault(scenario: str) -> Response:
+    if scenario == "json_array":
+        return JSONResponse([])
+    if scenario == "html":
+        return HTMLResponse("<!doctype html><html><body>Welcome to nginx!</body></html>")
+    return HTMLResponse("")
+
+
+def _deep(depth: int) -> bytes:
+    return b"[" * depth + b"]" * depth
+
+
+def _odd_answer(scenario: str, answer: dict[str, Any], opts: FaultOptions) -> bytes:
+    """A whole answer, with the deep value or the lone surrogate of those scenarios."""
+    raw = json.dumps(answer).encode()
+    if scenario == "deep_answer":  # choices[0] opens 3 levels down: the value adds the rest
+        deep = b'"deep": ' + _deep(opts.answer_depth - 3) + b", "
+        return raw.replace(b'"index": 0', deep + b'"index": 0', 1)
+    if scenario == "surrogate":
+        return raw.replace(b'"text": "', b'"text": "\\ud800', 1).replace(
+            b'"content": "', b'"content": "\\ud800', 1
+        )
+    return raw
 
 
 def _sent_ids(payload: dict[str, Any]) -> list[int] | None:
@@ -308,6 +396,13 @@ async def _body(scenario: str, opts: FaultOptions, kind: str, model: str) -> Asy
         for i in range(0, len(raw), 7):
             yield raw[i : i + 7]
             await asyncio.sleep(0.001)
+        return
+    if scenario in _ODD_ANSWERS:
+        for part in parts[:-1]:  # every event but [DONE]
+            yield _odd_answer(scenario, json.loads(part[len(b"data: ") :]), opts).join(
+                (b"data: ", b"\n\n")
+            )
+        yield parts[-1]
         return
     for i, part in enumerate(parts):
         if i == 1:

@@ -2,8 +2,10 @@
 
 Upstream errors (4xx, 429 with ``Retry-After``, 5xx) reach the client with their status and
 body. An upstream that cannot be reached is a 502, one that does not answer in time a 504,
-both with an error body in the route's API format. A client that disconnects closes the
-upstream connection, which makes vLLM abort the request.
+both with an error body in the route's API format. So is a 200 that is not what was asked
+for: another content type (a web page, JSON for a stream), or a whole answer that is not a
+JSON object. A client that disconnects closes the upstream connection, which makes vLLM
+abort the request.
 
 The first token of a stream is timed for ``/metrics``: the first SSE event that carries one
 (:func:`token_event`): the second on chat (a role chunk opens it), the first on completions,
@@ -18,6 +20,7 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator, Callable
 
+import orjson
 from starlette.responses import Response, StreamingResponse
 
 from ttftscope.errors import TransportFailure
@@ -30,6 +33,10 @@ _PASSED_HEADERS = ("content-type", "retry-after", "x-request-id")
 
 
 Rewrite = Callable[[bytes], bytes]
+
+
+class BadAnswer(Exception):
+    """Raised by a ``rewrite_body`` that cannot read the upstream's 200 answer: says what came."""
 
 
 async def forward(
@@ -57,15 +64,22 @@ async def forward(
         return error_response(fmt, 502, f"upstream {up.name!r} is unreachable ({exc})")
     metrics.upstream_ttfb.labels(up.name).observe(time.perf_counter() - t0)
     headers = {k: v for k in _PASSED_HEADERS if (v := resp.headers.get(k)) is not None}
+    wrong = _unexpected_type(resp.headers.get("content-type"), stream)
+    if resp.status == 200 and wrong is not None:
+        resp.close()  # not what was asked for (a web page, an SSE body for JSON): not relayed
+        return error_response(fmt, 502, f"upstream {up.name!r} answered 200 with {wrong}")
     if resp.status != 200 or not stream:
         try:
             body = await resp.read()
         except HopError as exc:
             return error_response(fmt, 502, f"upstream {up.name!r} broke off its answer ({exc})")
-        if resp.status == 200 and rewrite_body is not None:
-            body = rewrite_body(body)
-        elif resp.status != 200:
+        if resp.status != 200:
             body = up.scrub(body)
+        else:
+            try:
+                body = _json_object(body) if rewrite_body is None else rewrite_body(body)
+            except BadAnswer as exc:
+                return error_response(fmt, 502, f"upstream {up.name!r} answered 200 with {exc}")
         return Response(body, status_code=resp.status, headers=headers)
     return StreamingResponse(
         _relay(up, resp, t0, metrics, rewrite_stream, token_event(path), fmt),
@@ -109,6 +123,37 @@ async def _relay(
             resp.release()
         else:  # a disconnected client lands here too: closing makes vLLM abort the request
             resp.close()
+
+
+def _json_object(body: bytes) -> bytes:
+    """``body`` if it is a JSON object (what every API answers), else :class:`BadAnswer`: a
+    client SDK would fail on it with less to go on than a 502 that says what came."""
+    try:
+        answer = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise BadAnswer(f"a body that is not JSON ({exc})") from None
+    if not isinstance(answer, dict):
+        raise BadAnswer(f"a JSON {type(answer).__name__}, not an object")
+    return body
+
+
+def _unexpected_type(content_type: str | None, stream: bool) -> str | None:
+    """What is wrong with a 200 answer of ``content_type`` to a request that asked for a
+    stream (or not), or None. No content type at all is taken at its word.
+
+    >>> _unexpected_type("text/html; charset=utf-8", stream=True)
+    'text/html; charset=utf-8, not an event stream'
+    >>> _unexpected_type("application/json", stream=False) is None
+    True
+    """
+    if content_type is None:
+        return None
+    media = content_type.split(";", 1)[0].strip().lower()
+    if stream:
+        return None if media == "text/event-stream" else f"{content_type}, not an event stream"
+    if media == "application/json" or media.endswith("+json"):
+        return None
+    return f"{content_type}, not JSON"
 
 
 def token_event(path: str) -> int | bytes:

@@ -32,7 +32,7 @@ from ttftscope.gateway.sessions import Encoded
 from ttftscope.gateway.state import BadRequest, Gateway
 from ttftscope.gateway.upstreams import Upstream
 from ttftscope.gateway.verify import GatewayApi
-from ttftscope.gateway.vllm_chat import ChatInputs, PassThrough, prepare_chat
+from ttftscope.gateway.vllm_chat import ChatInputs, PassThrough, converted, prepare_chat
 from ttftscope.gateway.workpool import Overloaded
 
 log = logging.getLogger("ttftscope.gateway")
@@ -88,7 +88,7 @@ async def prepare(
     (~10 ms for a 100K-token conversation, ~0.3 s for 20K messages)."""
 
     def work() -> tuple[dict[str, Any], str]:
-        chat, inputs = convert(up, body)
+        chat, inputs = converted(lambda: convert(up, body))
         return chat, render(up, inputs)
 
     if size <= _INLINE_BODY:

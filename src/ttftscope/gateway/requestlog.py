@@ -19,9 +19,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, BinaryIO
 
-import orjson
-
 from ttftscope.errors import ConfigError
+from ttftscope.gateway.jsoncodec import dumps
 
 log = logging.getLogger("ttftscope.gateway")
 _Item = tuple[Mapping[str, Any], dict[str, Any]] | None
@@ -87,7 +86,7 @@ class RequestLog:
         failed = False
         while (item := self._queue.get()) is not None:
             body, meta = item
-            line = orjson.dumps({**body, "ttftscope": meta}) + b"\n"
+            line = dumps({**body, "ttftscope": meta}) + b"\n"
             try:
                 self._file.write(line)
                 self._file.flush()

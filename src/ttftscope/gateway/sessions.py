@@ -23,6 +23,7 @@ Every path gives the ids of a full encode (the encoder is exact); a cache miss c
 never a wrong id. The cache is bounded by bytes (least recently used entries go first) and
 safe under concurrent requests: an entry is used by one request at a time.
 
+>>> import asyncio
 >>> cache = SessionCache(o200k_tok, max_bytes=64 << 20)  # a loaded tokenizer (load_tokenizer)
 >>> system = "You are terse. " * 40
 >>> first = asyncio.run(cache.encode(system + "Q: hi"))

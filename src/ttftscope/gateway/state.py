@@ -13,16 +13,25 @@ from __future__ import annotations
 import asyncio
 import gc
 import hmac
+import logging
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import orjson
 from starlette.responses import Response
 
 from ttftscope.config.schema import GatewaySettings
 from ttftscope.errors import ConfigError
+from ttftscope.gateway.apierrors import ErrorFormat, error_response
 from ttftscope.gateway.asgi import BodyTooLarge, Receive, Scope, header, read_body
+from ttftscope.gateway.inputpolicy import (
+    InvalidField,
+    client_ids,
+    max_token_id,
+    stream_of,
+    token_ids_problem,
+)
+from ttftscope.gateway.jsoncodec import JsonRejected, loads
 from ttftscope.gateway.metrics import GatewayMetrics
 from ttftscope.gateway.requestlog import RequestLog
 from ttftscope.gateway.sessions import Encoded
@@ -30,6 +39,8 @@ from ttftscope.gateway.upstreams import Upstream, upstreams_from
 from ttftscope.gateway.verify import Verifier
 from ttftscope.gateway.workpool import WorkPool
 from ttftscope.tokenization.loader import Tokenizer
+
+log = logging.getLogger("ttftscope.gateway")
 
 # Headers that name a conversation, most specific first: ours, Claude Code's, Codex's.
 SESSION_HEADERS = ("x-ttftscope-session", "x-claude-code-session-id", "session-id", "session_id")
@@ -141,11 +152,14 @@ class Gateway:
             )
 
     async def read(self, scope: Scope, receive: Receive) -> tuple[bytes, dict[str, Any], Upstream]:
-        """Check the key, read the body, route by its model, log it: what every POST does."""
+        """Check the key, read the body, refuse fields vLLM would refuse, route by its model,
+        log it: what every POST does."""
         self.check_key(scope["headers"])
         raw, body = await self.body(scope, receive)
+        check_stream(scope["path"], body)  # vLLM validates before it looks at the model
         self.check_messages(body)
         up = await self.route(body["model"])
+        check_ids(scope["path"], body, up)
         if self.request_log is not None:
             self.request_log.write(body, model=body["model"], upstream=up.name)
         return raw, body, up
@@ -159,9 +173,9 @@ class Gateway:
         except BodyTooLarge:
             raise BadRequest(413, self._too_large()) from None
         try:
-            body = orjson.loads(raw)
-        except orjson.JSONDecodeError as exc:
-            raise BadRequest(400, f"the request body is not valid JSON ({exc})") from None
+            body = loads(raw)
+        except JsonRejected as exc:
+            raise BadRequest(400, str(exc)) from None
         if not isinstance(body, dict):
             raise BadRequest(400, "the request body must be a JSON object")
         if not isinstance(body.get("model"), str):
@@ -242,6 +256,33 @@ class Gateway:
             if value > seen:
                 counter.inc(value - seen)
                 self._seen[(up.name, name)] = value
+
+
+def internal_error(fmt: ErrorFormat, route: str) -> Response:
+    """A 500 in the route's API format for a failure of the gateway's own (logged with its
+    traceback); the endpoint still counts it in ``requests_total``."""
+    log.exception("gateway: %s request failed", route)
+    return error_response(fmt, 500, "the gateway failed on this request (its log says why)")
+
+
+def check_stream(path: str, body: Mapping[str, Any]) -> None:
+    """Refuse, as vLLM does, a ``stream`` value it cannot read."""
+    try:
+        if not path.endswith("/count_tokens"):  # no stream field there: vLLM ignores it
+            stream_of(body)
+    except InvalidField as exc:
+        raise BadRequest(400, str(exc)) from None
+
+
+def check_ids(path: str, body: Mapping[str, Any], up: Upstream) -> None:
+    """Refuse client token ids outside ``up``'s vocabulary (when its tokenizer is loaded)
+    before they reach the engine."""
+    if up.tok is None:
+        return
+    for name, ids in client_ids(path, body):
+        problem = token_ids_problem(name, ids, max_token_id(up.tok))
+        if problem is not None:
+            raise BadRequest(400, problem)
 
 
 def session_pin(headers: list[tuple[bytes, bytes]], body: Mapping[str, Any]) -> str | None:

@@ -9,18 +9,23 @@ Only requests whose chat answer is a pure function of the completions answer are
 the rest (tools, structured outputs, logprobs, reasoning, streamed ``n>1``, unknown fields …)
 raise :class:`CannotTranslate` and go upstream as text. Assumed: the upstream chat runs with no
 tool or reasoning parser and ``--response-role assistant`` (a parser splits chat's output).
-Upstream errors (HTTP error bodies, in-stream ``{"error": …}`` events) are not touched.
+Upstream errors (HTTP error bodies, in-stream ``{"error": …}`` events) are not touched, nor
+are events the translator cannot read (not JSON, nested past ``json``'s reach); a lone
+surrogate the upstream sent escaped stays escaped. A stream never stops on what it carries.
 """
 
 from __future__ import annotations
 
 import json
+import reprlib
 import time
 import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any, Final, Literal
 
 from ttftscope.client.sse import SSEDecoder, SSEEvent
+from ttftscope.gateway.inputpolicy import InvalidField, stream_of
+from ttftscope.gateway.jsoncodec import dumps
 
 __all__ = [
     "CannotTranslate", "ChatStreamTranslator", "TranslateReason", "chat_response",
@@ -150,7 +155,8 @@ def completions_body(
 def _check_refused(body: Mapping[str, Any]) -> None:
     for name, (reason, neutral) in _REFUSED.items():
         if name in body and body[name] not in neutral:
-            raise CannotTranslate(reason, f"{name}={body[name]!r} has no completions equivalent")
+            value = reprlib.repr(body[name])  # bounded: a client's value may nest 1000 deep
+            raise CannotTranslate(reason, f"{name}={value} has no completions equivalent")
     kv = body.get("kv_transfer_params")
     if isinstance(kv, Mapping) and kv.get("prompt_token_ids") is not None:
         # chat would generate from these ids, not from the ones the gateway rendered
@@ -185,10 +191,17 @@ def _n(body: Mapping[str, Any]) -> int | None:
     if n is None:
         return None  # chat takes null as 1; completions' n is not nullable
     if not _is_int(n) or n < 1:
-        raise CannotTranslate("invalid", f"n={n!r}")
-    if n > 1 and body.get("stream"):
+        raise CannotTranslate("invalid", f"n={reprlib.repr(n)}")
+    if n > 1 and _streams(body):
         raise CannotTranslate("n_stream", f"n={n} cannot be streamed as chat")
     return int(n)
+
+
+def _streams(body: Mapping[str, Any]) -> bool:
+    try:
+        return stream_of(body)  # as vLLM reads it: "no" does not stream
+    except InvalidField as exc:
+        raise CannotTranslate("invalid", str(exc)) from None
 
 
 def _max_tokens(
@@ -201,7 +214,7 @@ def _max_tokens(
         raise CannotTranslate("max_tokens_unknown", "no max_tokens and max_model_len unknown")
     limit = body.get("truncate_prompt_tokens")
     if limit is not None and not _is_int(limit):
-        raise CannotTranslate("invalid", f"truncate_prompt_tokens={limit!r}")
+        raise CannotTranslate("invalid", f"truncate_prompt_tokens={reprlib.repr(limit)}")
     prompt_len = n_ids if limit is None or limit < 0 else min(n_ids, limit)
     left = max_model_len - prompt_len
     if left <= 0:
@@ -223,7 +236,11 @@ def _chat_id(upstream_id: object) -> str:
 
 def _sse(obj: Mapping[str, Any]) -> str:
     # pydantic's model_dump_json: compact separators, UTF-8 text left unescaped
-    return f"data: {json.dumps(obj, ensure_ascii=False, separators=(',', ':'))}\n\n"
+    try:
+        text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    except RecursionError:  # an upstream value nested too deep for json: orjson's loop
+        text = dumps(obj).decode()
+    return f"data: {text}\n\n"
 
 
 def _raw_event(data: str) -> str:
@@ -234,7 +251,7 @@ def _completion_chunk(data: str) -> dict[str, Any] | None:
     """``data`` as a completions chunk object (a list of object choices), else None."""
     try:
         obj = json.loads(data)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past json's stack
         return None
     choices = obj.get("choices") if isinstance(obj, dict) else None
     if isinstance(choices, list) and all(
@@ -297,7 +314,8 @@ class ChatStreamTranslator:
         for event in events:
             if not self._done:  # vLLM sends nothing after [DONE]; neither do we
                 out.extend(self._translate(event))
-        return "".join(out).encode()
+        # a lone surrogate the upstream sent escaped (\\ud800) goes on escaped: valid JSON
+        return "".join(out).encode("utf-8", "backslashreplace")
 
     def _translate(self, event: SSEEvent) -> list[str]:
         if event.is_done:

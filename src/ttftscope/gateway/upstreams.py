@@ -43,6 +43,7 @@ import orjson
 from ttftscope.config.redact import redact
 from ttftscope.config.schema import UpstreamSettings
 from ttftscope.gateway.hop import Answer, HopError, HopTimeouts, UpstreamPool
+from ttftscope.gateway.jsoncodec import dumps
 from ttftscope.gateway.sessions import SessionCache
 from ttftscope.gateway.workpool import WorkPool
 from ttftscope.tokenization.chat import ChatRenderer
@@ -259,7 +260,7 @@ class Upstream:
         ``path`` is under ``base_url`` (``/chat/completions``), or with ``root`` under the
         server's root (``/tokenize``).
         """
-        resp = await self._request("POST", path, orjson.dumps(body), root=root)
+        resp = await self._request("POST", path, dumps(body), root=root)  # client bodies: any depth
         raw = await resp.read()
         try:
             return resp.status, orjson.loads(raw)

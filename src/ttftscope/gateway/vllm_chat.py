@@ -20,11 +20,14 @@ Owns the rules; imports only ``tokenization``, ``errors`` and the standard libra
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+import logging
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from ttftscope.gateway.template_info import TemplateInfo, template_info
+
+log = logging.getLogger("ttftscope.gateway")
 
 ChatPassReason = Literal[
     "invalid_request",  # vLLM answers 400 (at render time, or certainly at validation)
@@ -55,6 +58,7 @@ PassReason = Literal[
     "render_error",  # the template raised: vLLM answers that its own way
     "verify_mismatch",  # the upstream's own rendering differed (logged where)
     "upstream_api",  # the upstream takes no ids on this API (not chat-ids)
+    "conversion_error",  # a conversion raised on a shape it does not expect: vLLM answers it
 ]
 
 _ROLES = frozenset("system developer user assistant tool".split())
@@ -86,6 +90,28 @@ class PassThrough(Exception):
         super().__init__(f"{reason}: {detail}")
         self.reason: PassReason = reason
         self.detail = detail
+
+
+def converted(convert: Callable[[], _T]) -> _T:
+    """``convert()``, a conversion of a client's body (to vLLM's chat body, to template inputs);
+    an error it raises on a shape it does not expect (a list where a string goes, values
+    nested past what ``repr`` and ``json`` take) becomes ``PassThrough("conversion_error")``:
+    the body then goes as text and vLLM answers it, rather than the gateway failing.
+
+    >>> converted(lambda: {}["missing"])
+    Traceback (most recent call last):
+    ...
+    ttftscope.gateway.vllm_chat.PassThrough: conversion_error: KeyError
+    """
+    try:
+        return convert()
+    except _CONVERSION_ERRORS as exc:
+        log.info("a body could not be converted (%s); sent as text", type(exc).__name__)
+        raise PassThrough("conversion_error", type(exc).__name__) from None
+
+
+_T = TypeVar("_T")
+_CONVERSION_ERRORS = (TypeError, ValueError, KeyError, IndexError, AttributeError, RecursionError)
 
 
 @dataclass(frozen=True)
@@ -213,7 +239,8 @@ def _template_kwargs(body: Mapping[str, Any], info: TemplateInfo) -> dict[str, A
     user = {} if user is None else user
     effort = body.get("reasoning_effort")
     bad_docs = not _documents(body.get("documents"), str)
-    if not isinstance(user, dict) or (effort is not None and effort not in _EFFORTS) or bad_docs:
+    bad_effort = effort is not None and not (isinstance(effort, str) and effort in _EFFORTS)
+    if not isinstance(user, dict) or bad_effort or bad_docs:
         raise PassThrough("invalid_request", "chat_template_kwargs, effort or documents invalid")
     if user.get("chat_template") is not None:
         raise PassThrough("request_chat_template", "chat_template_kwargs.chat_template")

@@ -212,7 +212,10 @@ def _tool_call(role: str, block: dict[str, Any]) -> dict[str, Any]:
         raise PassThrough("unsupported_block", f"a tool_use block in a {role} message")
     if not block.get("id"):
         raise PassThrough("unsupported_block", "a tool_use block without an id")
-    arguments = json.dumps(block.get("input") or {})
+    try:
+        arguments = json.dumps(block.get("input") or {})
+    except RecursionError as exc:  # vLLM's json.dumps fails the same way: its answer, not ours
+        raise PassThrough("unsupported_block", "tool_use input nests too deep") from exc
     fn = {"name": block.get("name") or "", "arguments": arguments}
     return {"id": block["id"], "type": "function", "function": fn}
 

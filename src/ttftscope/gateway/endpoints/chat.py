@@ -13,11 +13,13 @@ from starlette.responses import Response
 
 from ttftscope.gateway.apierrors import openai_error
 from ttftscope.gateway.asgi import ClientGone, Receive, Scope
-from ttftscope.gateway.forward import forward
+from ttftscope.gateway.forward import BadAnswer, forward
 from ttftscope.gateway.idpath import as_chat, encode_chat, prepare, takes_ids
 from ttftscope.gateway.idsbody import chat_ids_body, splice_ids
+from ttftscope.gateway.inputpolicy import lax_bool, stream_of
+from ttftscope.gateway.jsoncodec import InexactNumber, dumps
 from ttftscope.gateway.sessions import Encoded
-from ttftscope.gateway.state import BadRequest, Gateway, session_pin
+from ttftscope.gateway.state import BadRequest, Gateway, internal_error, session_pin
 from ttftscope.gateway.translate import (
     CannotTranslate,
     ChatStreamTranslator,
@@ -39,13 +41,15 @@ async def chat_completions(gw: Gateway, scope: Scope, receive: Receive) -> Respo
         response = openai_error(exc.status, exc.message, headers=exc.headers)
     except ClientGone:
         response = Response(status_code=499)
+    except Exception:
+        response = internal_error("openai", "chat")
     return gw.count("chat", up, mode, response)
 
 
 async def _chat(
     gw: Gateway, up: Upstream, raw: bytes, body: dict[str, Any], pin: str | None
 ) -> tuple[str, Response]:
-    stream = body.get("stream") is True
+    stream = stream_of(body)  # gw.read checked it
 
     async def as_text(reason: str | None) -> tuple[str, Response]:
         if reason is not None:
@@ -67,7 +71,12 @@ async def _chat(
         except CannotTranslate as exc:  # raised before anything is sent
             if up.api == "completions":
                 return await as_text(exc.reason)
-    data = chat_ids_body(body, enc.ids_json)
+        except InexactNumber:  # its bytes go as they came
+            return await as_text("inexact_number")
+    try:
+        data = chat_ids_body(body, enc.ids_json)
+    except InexactNumber:  # its bytes go as they came
+        return await as_text("inexact_number")
     return "ids", await forward(up, "/chat/completions", data, stream=stream, metrics=gw.metrics)
 
 
@@ -75,14 +84,15 @@ async def _via_completions(
     gw: Gateway, up: Upstream, body: dict[str, Any], enc: Encoded, stream: bool
 ) -> Response:
     """The chat answered by ``/v1/completions`` with the ids; :class:`CannotTranslate` first
-    when that answer would not be exactly the chat's."""
+    when that answer would not be exactly the chat's (:class:`InexactNumber` when the body
+    cannot be re-written exactly)."""
     out = completions_body(body, enc.ids, max_model_len=up.chat_default_limit(body["model"]))
     del out["prompt"]  # the ids go in as one array, not through a dict re-dump
     data = splice_ids(out, "prompt", enc.ids_json)
     model = body["model"]
     if stream:
         options = body.get("stream_options")
-        usage = isinstance(options, dict) and options.get("include_usage") is True
+        usage = isinstance(options, dict) and _lax_true(options.get("include_usage"))
         tr = ChatStreamTranslator(model=model, include_usage=usage)
         return await forward(
             up,
@@ -94,8 +104,22 @@ async def _via_completions(
         )
 
     def to_chat(answer: bytes) -> bytes:
-        return orjson.dumps(chat_response(orjson.loads(answer), model=model))
+        try:
+            completion = orjson.loads(answer)
+        except orjson.JSONDecodeError as exc:
+            raise BadAnswer(f"a body that is not JSON ({exc})") from None
+        if not isinstance(completion, dict):
+            raise BadAnswer(f"a JSON {type(completion).__name__}, not an object")
+        return dumps(chat_response(completion, model=model))
 
     return await forward(
         up, "/completions", data, stream=False, metrics=gw.metrics, rewrite_body=to_chat
     )
+
+
+def _lax_true(value: object) -> bool:
+    """Whether vLLM reads ``value`` as true (it refuses what is neither: so does the upstream)."""
+    try:
+        return lax_bool(value) is True
+    except ValueError:
+        return False

@@ -12,7 +12,9 @@ from ttftscope.gateway.asgi import ClientGone, Receive, Scope
 from ttftscope.gateway.forward import forward
 from ttftscope.gateway.idpath import encode_prompt
 from ttftscope.gateway.idsbody import splice_ids
-from ttftscope.gateway.state import BadRequest, Gateway, session_pin
+from ttftscope.gateway.inputpolicy import stream_of
+from ttftscope.gateway.jsoncodec import InexactNumber
+from ttftscope.gateway.state import BadRequest, Gateway, internal_error, session_pin
 from ttftscope.gateway.upstreams import Upstream
 
 
@@ -22,14 +24,17 @@ async def completions(gw: Gateway, scope: Scope, receive: Receive) -> Response:
     mode = "text"
     try:
         raw, body, up = await gw.read(scope, receive)
-        stream = body.get("stream") is True
+        stream = stream_of(body)  # gw.read checked it
         prompt = body.get("prompt")
         data = raw
         if up.cache is not None and up.api is not None and isinstance(prompt, str):
             pin = session_pin(scope["headers"], body)
             enc = await encode_prompt(gw, up, body["model"], prompt, pin)
             rest = {k: v for k, v in body.items() if k != "prompt"}
-            data, mode = splice_ids(rest, "prompt", enc.ids_json), "ids"
+            try:
+                data, mode = splice_ids(rest, "prompt", enc.ids_json), "ids"
+            except InexactNumber:  # its bytes go as they came
+                mode = gw.passthrough(up, "inexact_number")
         elif up.api is not None:
             mode = gw.passthrough(up, "prompt_not_text")
         response = await forward(up, "/completions", data, stream=stream, metrics=gw.metrics)
@@ -37,4 +42,6 @@ async def completions(gw: Gateway, scope: Scope, receive: Receive) -> Response:
         response = openai_error(exc.status, exc.message, headers=exc.headers)
     except ClientGone:
         response = Response(status_code=499)
+    except Exception:
+        response = internal_error("openai", "completions")
     return gw.count("completions", up, mode, response)

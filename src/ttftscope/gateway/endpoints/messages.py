@@ -24,7 +24,7 @@ from ttftscope.gateway.asgi import ClientGone, Receive, Scope
 from ttftscope.gateway.endpoints.native import serve_native
 from ttftscope.gateway.forward import forward
 from ttftscope.gateway.idpath import chat_inputs, encode_chat, prepare, render_chat, takes_ids
-from ttftscope.gateway.state import BadRequest, Gateway, session_pin
+from ttftscope.gateway.state import BadRequest, Gateway, internal_error, session_pin
 from ttftscope.gateway.upstreams import Upstream
 from ttftscope.gateway.vllm_chat import ChatInputs, PassThrough
 from ttftscope.gateway.vllm_messages import (
@@ -63,6 +63,8 @@ async def count_tokens(gw: Gateway, scope: Scope, receive: Receive) -> Response:
         response = anthropic_error(exc.status, exc.message, headers=exc.headers)
     except ClientGone:
         response = Response(status_code=499)
+    except Exception:
+        response = internal_error("anthropic", "count_tokens")
     return gw.count("count_tokens", up, mode, response)
 
 

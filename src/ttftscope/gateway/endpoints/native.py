@@ -19,7 +19,9 @@ from ttftscope.gateway.asgi import ClientGone, Receive, Scope
 from ttftscope.gateway.forward import forward
 from ttftscope.gateway.idpath import Convert, encode_chat, prepare, takes_ids
 from ttftscope.gateway.idsbody import kv_ids_body
-from ttftscope.gateway.state import BadRequest, Gateway, session_pin
+from ttftscope.gateway.inputpolicy import stream_of
+from ttftscope.gateway.jsoncodec import InexactNumber
+from ttftscope.gateway.state import BadRequest, Gateway, internal_error, session_pin
 from ttftscope.gateway.upstreams import Upstream
 from ttftscope.gateway.verify import GatewayApi
 from ttftscope.gateway.vllm_chat import PassThrough
@@ -40,13 +42,15 @@ async def serve_native(
     mode = "text"
     try:
         raw, body, up = await gw.read(scope, receive)
-        stream = body.get("stream") is True
+        stream = stream_of(body)  # gw.read checked it
         data, mode = await _with_ids(gw, up, raw, body, scope, api, convert)
         response = await forward(up, path, data, stream=stream, metrics=gw.metrics, fmt=fmt)
     except BadRequest as exc:
         response = error_response(fmt, exc.status, exc.message, headers=exc.headers)
     except ClientGone:
         response = Response(status_code=499)
+    except Exception:
+        response = internal_error(fmt, api)
     return gw.count(api, up, mode, response)
 
 
@@ -70,4 +74,7 @@ async def _with_ids(
         enc = await encode_chat(gw, up, chat, prompt, pin=pin, api=api, native=body)
     except PassThrough as exc:
         return raw, gw.passthrough(up, exc.reason)
-    return kv_ids_body(body, enc.ids_json), "ids"
+    try:
+        return kv_ids_body(body, enc.ids_json), "ids"
+    except InexactNumber:  # its bytes go as they came
+        return raw, gw.passthrough(up, "inexact_number")
