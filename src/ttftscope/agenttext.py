@@ -174,12 +174,16 @@ def _trim_to(text: str, chars: int) -> str:
 
     >>> _trim_to("ab cd\nef gh ij kl", 16), _trim_to("ab cd\nef gh", 6)
     ('ab cd\nef gh ij ', 'ab cd\n')
+    >>> _trim_to("alpha beta gamma\n" + "x" * 200, 100)  # never before the last line end
+    'alpha beta gamma\n'
     """
     end = text.rfind("\n", 0, chars)
     if end > 0 and chars - end <= max(chars // 20, 1):
         return text[: end + 1]
-    space = text.rfind(" ", 0, chars)
-    return text[: space + 1] if space > 0 else text[:chars]
+    space = text.rfind(" ", max(end, 0), chars)  # a space after the last line end, if any
+    if space > 0:
+        return text[: space + 1]
+    return text[: end + 1] if end > 0 else text[:chars]
 
 
 async def build_context_async(tokens: int, seed: int, counter: TokenCounter) -> str:
