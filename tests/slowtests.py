@@ -17,8 +17,8 @@ from collections.abc import Callable, Generator
 
 import pytest
 
-FIRST_S = 10.0
-EVERY_S = 15.0
+FIRST_S = 5.0
+EVERY_S = 10.0
 
 
 class SlowTicker:
