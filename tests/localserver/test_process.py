@@ -215,3 +215,16 @@ def test_running_server_stops_only_what_it_launched(
     with ls.running_server(ls.pick_free_port(), wait_s=20) as own:  # launched: stopped on exit
         assert ls.healthy(own.root_url)
     assert ls.status() is None
+
+
+def test_a_server_stopped_by_another_command_is_still_reaped(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    use_fake(monkeypatch)
+    with ls.running_server(ls.pick_free_port(), wait_s=20, progress=lambda _: None) as server:
+        # what `ttftscope local-server stop` in another process does: the group killed, the
+        # state file gone; that process cannot collect our child's exit status
+        os.killpg(server.pid, 9)
+        st.state_path().unlink()
+    with pytest.raises(ChildProcessError):  # already collected: no zombie is left
+        os.waitpid(server.pid, os.WNOHANG)

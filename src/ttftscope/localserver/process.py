@@ -358,9 +358,18 @@ def stop(grace_s: float = STOP_GRACE_S, *, only_pid: int | None = None) -> bool:
             deadline = time.monotonic() + 5.0
             while _group_alive(pgid) and time.monotonic() < deadline:
                 time.sleep(0.1)
-    _children.pop(pgid, None)
+    _reap(pgid)
     state_path().unlink(missing_ok=True)
     return was_alive
+
+
+def _reap(pid: int) -> None:
+    """Collect the exit status of a server this process started, once it is stopped (by us
+    or by another command's ``local-server stop``), so no zombie or warning is left behind."""
+    child = _children.pop(pid, None)
+    if child is not None:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            child.wait(timeout=5.0)
 
 
 def _vllm_in_group(pgid: int) -> bool:
@@ -400,3 +409,4 @@ def running_server(
     finally:
         if started.launched:  # never stop a server somebody else started
             stop(only_pid=started.server.pid)
+            _reap(started.server.pid)  # stopped already by another command: still ours to reap
