@@ -8,7 +8,7 @@ from pathlib import Path
 from tests.report.fixtures import BenchDir, Parts, bench_records
 from ttftscope.doctor.rules.tokenize import fit_line, server_tokenization_findings
 from ttftscope.findings import Finding
-from ttftscope.records import RequestRecord
+from ttftscope.records import RequestRecord, Variant
 from ttftscope.results.runs import load_runs
 
 # bench under concurrency: no request owns a histogram observation, records hold the client's
@@ -129,3 +129,28 @@ def test_line_fit() -> None:
     fit = fit_line([1.0, 2.0, 3.0, 4.0], [3.0, 5.0, 7.0, 9.5])
     assert fit is not None and 2.0 < fit.slope < 2.3 and fit.r2 > 0.99
     assert fit_line([1.0, 1.0, 1.0], [1.0, 2.0, 3.0]) is None
+
+
+def test_the_text_vs_ids_saving_is_the_servers_not_the_clients_tokenization(
+    tmp_path: Path,
+) -> None:
+    from tests.report.fixtures import record, write_probe_dir
+    from ttftscope.doctor.rules.tokenize import client_tokenization_findings
+
+    # chat: the client tokenized for 200 ms; text vs ids: ids saved the server 160 ms
+    recs: list[RequestRecord] = []
+    for size in (2000, 16000, 32000):
+        grow = size / 32000
+        chat = Parts(frontend=10.0, prefill=20.0, tokenize=200.0 * grow)
+        text = Parts(frontend=170.0 * grow, prefill=20.0)
+        ids = Parts(frontend=10.0 * grow, prefill=20.0)
+        variants: tuple[tuple[Variant, Parts], ...] = (("chat", chat), ("text", text), ("ids", ids))
+        for variant, parts in variants:
+            recs += [
+                record(len(recs), parts, variant=variant, phase="warm", size=size) for _ in range(3)
+            ]
+    write_probe_dir(tmp_path, recs)
+    (run,) = load_runs([tmp_path])
+    (client,) = _of(client_tokenization_findings(run), "tokenization-bound")
+    assert client.saving_ms == 200.0  # its own time, not the server's 160 ms
+    assert not any("text" in e.fact and "vs ids" in e.fact for e in client.evidence)

@@ -156,10 +156,12 @@ def _finding_for(run: Run, s: _Series, part: str, where: str) -> Finding | None:
     tokens = median(_tokens(r) for r in top) or 0.0
     if value is None or not ttft or value < MIN_FRONTEND_MS:
         return None
-    gateway = part == "server_frontend_ms" and _via_gateway(s.name)
-    saving = None if gateway else _measured_saving(run, tokens)
-    # a measured saving is what ids remove from the server's front end, not the client's
-    measured = part == "server_frontend_ms" and saving is not None and saving[0] >= MIN_SAVING_MS
+    server = part == "server_frontend_ms"
+    gateway = server and _via_gateway(s.name)
+    # text vs ids measures what ids remove from the server's front end, not the client's own
+    # tokenization: stated for the client part it gave both findings the same saving
+    saving = _measured_saving(run, tokens) if server and not gateway else None
+    measured = saving is not None and saving[0] >= MIN_SAVING_MS
     if value / ttft < MIN_SHARE and not measured:
         return None
     fit = _fit(s.records, part)
