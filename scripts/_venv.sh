@@ -16,11 +16,12 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 if [ -x .venv/bin/ttftscope ] && [ -x .venv/bin/pytest ]; then
-  _setup_label="updating ttftscope's editable install in .venv (pip install -e '.[all,dev]'; quick when nothing changed)"
+  _setup_label="updating the editable install in .venv (quick when nothing changed)"
 else
   _setup_label="installing ttftscope and its dev tools into .venv (first run 1-4 min)"
 fi
-_setup_say "$_setup_label; log: .venv/pip.log"
+_setup_say "$_setup_label"
+_setup_say "pip install -e '.[all,dev]'; log: .venv/pip.log"
 _setup_rc=0
 # pip is quiet on success; its log goes to .venv/pip.log for when it is not
 ticking setup "${_setup_label%% (*}" sh -c \

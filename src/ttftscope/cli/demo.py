@@ -37,7 +37,7 @@ Next, with the CLI on your PATH (source .venv/bin/activate):
   ttftscope probe --context-tokens 0,8000 --repeat 3 --ab ids
   ttftscope gateway              # every agent API in, token ids to vLLM, :8100
   ttftscope bench --target direct --target gateway=http://127.0.0.1:8100/v1
-  ttftscope doctor               # the bottleneck and its remedy (exit 1 on warnings)
+  ttftscope doctor               # the bottleneck and its remedy
   ttftscope config show          # every setting and where it came from
   ttftscope local-server stop"""
 

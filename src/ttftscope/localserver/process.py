@@ -253,7 +253,7 @@ def _wait_launched(server: LocalServer, wait_s: float, say: Progress) -> None:
     """Wait for a server this process launched, with elapsed time shown while it starts."""
     # Measured on a loaded 2-core machine: 60-200 s. The path goes on its own line so the
     # announcement fits 80 columns.
-    announce = f"starting vLLM on {server.base_url} (pid {server.pid}; usually 1-4 min)"
+    announce = f"starting vLLM on {server.base_url} (pid {server.pid}; 1-4 min)"
     say(f"vLLM log: {server.log_path}")
     ticker = Ticker(
         "waiting for vLLM to answer /health",
