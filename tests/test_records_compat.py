@@ -40,9 +40,9 @@ def test_a_version_1_file_reads_every_record_with_its_values() -> None:
 
 
 def test_a_version_1_record_is_read_as_the_current_version() -> None:
-    assert SCHEMA_VERSION == 2
+    assert SCHEMA_VERSION == 3
     records = read_records_report(V1).records
-    assert [r.schema_version for r in records] == [2, 2, 2]
+    assert [r.schema_version for r in records] == [3, 3, 3]
 
 
 def test_a_version_1_record_written_again_carries_the_current_version(tmp_path: Path) -> None:
@@ -50,15 +50,18 @@ def test_a_version_1_record_written_again_carries_the_current_version(tmp_path: 
     with RecordWriter(tmp_path / "r.jsonl") as w:
         w.write(old)
     line = json.loads((tmp_path / "r.jsonl").read_text(encoding="utf-8"))
-    assert line["schema_version"] == 2
+    assert line["schema_version"] == 3
     v1_line = json.loads(V1.read_text(encoding="utf-8").splitlines()[0])
+    # version 3's trace fields, empty: nothing a version 1 line said is lost or changed
+    added = {"trace_id": None, "part_sources": {}, "gateway_ms": None, "spans": []}
     assert {k: v for k, v in line.items() if k != "schema_version"} == {
-        k: v for k, v in v1_line.items() if k != "schema_version"
+        **{k: v for k, v in v1_line.items() if k != "schema_version"},
+        **added,
     }
 
 
 def test_a_record_of_another_version_keeps_its_number() -> None:
-    # only version 1 is known to be version 2's fields; anything else is read as it says
+    # only versions 1 and 2 are known to be version 3's fields; anything else is read as it says
     rec = RequestRecord.model_validate(
         {
             "schema_version": 7,

@@ -9,8 +9,9 @@ form; see :func:`clean_text`), and a non-finite float (nan, inf) becomes ``null`
 
 A record's ``schema_version`` says which fields its writer knew. Version 1 was written as
 ``ProbeRecord``; version 2 names it :class:`RequestRecord`, since probe, bench and
-instrumented clients all write it, with the same fields. Lines of an older version are read
-as the current one (:meth:`RequestRecord.upgrade`).
+instrumented clients all write it, with the same fields. Version 3 adds what traces tell
+(``trace_id``, ``part_sources``, ``gateway_ms``, ``spans``), each empty by default. Lines of an
+older version are read as the current one (:meth:`RequestRecord.upgrade`).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from ttftscope.errors import ConfigError, FailureKind
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 M = TypeVar("M", bound=BaseModel)
 
 Phase = Literal["warmup", "cold", "warm"]
@@ -34,13 +35,40 @@ Phase = Literal["warmup", "cold", "warm"]
 # direct / gateway: chat straight to the server and through the token-id gateway;
 # messages / responses: the Anthropic Messages and OpenAI Responses APIs (bench --api)
 Variant = Literal["chat", "text", "ids", "direct", "gateway", "messages", "responses"]
+# where a server-side figure of a record came from: vLLM's own span for this request (exact
+# under any concurrency), a /metrics histogram delta around it (exact one request at a
+# time), or nowhere
+PartSource = Literal["span", "histogram", "none"]
+# the figures a source is recorded for (RequestRecord.part_sources)
+ServerPart = Literal["server_ttft_ms", "queue_ms", "prefill_ms", "server_frontend_ms"]
+# who measured a span: our client, our gateway, or the server (vLLM)
+SpanService = Literal["client", "gateway", "server"]
+
+
+class SpanTiming(BaseModel):
+    """One span of a request's trace, in ms from the start of the record's client work.
+
+    >>> SpanTiming(service="gateway", name="encode", start_ms=1.5, end_ms=4.0).duration_ms
+    2.5
+    """
+
+    service: SpanService
+    name: str
+    start_ms: float
+    end_ms: float
+    # a count the span carries (tokens reused / encoded), by attribute name
+    counts: dict[str, int] = Field(default_factory=dict)
+
+    @property
+    def duration_ms(self) -> float:
+        return self.end_ms - self.start_ms
 
 
 class RequestRecord(BaseModel):
     """One request of a probe, a bench or an instrumented client: client phases, server view.
 
     >>> RequestRecord(run_id="r", index=0, variant="chat", phase="cold", ok=True).schema_version
-    2
+    3
     """
 
     schema_version: int = SCHEMA_VERSION
@@ -99,19 +127,26 @@ class RequestRecord(BaseModel):
     itl_max_ms: float | None = None
     content_chunks: int | None = None  # network chunks that carried content (gaps = n - 1)
     cached_tokens: int | None = None  # usage.prompt_tokens_details.cached_tokens
+    # traces (ttftscope.tracing): the trace id sent as traceparent and X-Request-Id, where
+    # each server figure came from, and the trace's spans when they were received
+    trace_id: str | None = None
+    part_sources: dict[ServerPart, PartSource] = Field(default_factory=dict)
+    gateway_ms: float | None = None  # the gateway's own work: received to sent upstream
+    spans: list[SpanTiming] = Field(default_factory=list)
 
     @field_validator("schema_version")
     @classmethod
     def upgrade(cls, version: int) -> int:
-        """The version a line is read as: 1 (``ProbeRecord``) as 2, any other as it says.
+        """The version a line is read as: 1 (``ProbeRecord``) and 2 as 3, any other as it says.
 
-        Version 1 has the fields of version 2. A field validator, not a model one: a model
+        Versions 1 and 2 have the fields of version 3 but the trace fields, which default to
+        empty. A field validator, not a model one: a model
         validator takes reading off pydantic's JSON fast path (measured ~3x slower a line).
 
-        >>> RequestRecord.upgrade(1), RequestRecord.upgrade(2)
-        (2, 2)
+        >>> RequestRecord.upgrade(1), RequestRecord.upgrade(2), RequestRecord.upgrade(3)
+        (3, 3, 3)
         """
-        return SCHEMA_VERSION if version == 1 else version
+        return SCHEMA_VERSION if version in (1, 2) else version
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")

@@ -52,8 +52,18 @@ def _cli_without(
     return _python(code, cwd=cwd)
 
 
+# distributions whose import name is not their project name
+_IMPORT_NAMES = {
+    "opentelemetry_sdk": "opentelemetry.sdk",
+    "opentelemetry_exporter_otlp_proto_http": "opentelemetry.exporter.otlp.proto.http",
+    "opentelemetry_proto": "opentelemetry.proto",
+    "protobuf": "google.protobuf",
+}
+
+
 def _requirement_name(req: str) -> str:
-    return re.split(r"[<>=!~\[; ]", req, maxsplit=1)[0].lower().replace("-", "_")
+    name = re.split(r"[<>=!~\[; ]", req, maxsplit=1)[0].lower().replace("-", "_")
+    return _IMPORT_NAMES.get(name, name)
 
 
 def test_the_extras_match_pyproject() -> None:

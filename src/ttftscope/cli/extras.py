@@ -7,7 +7,7 @@ the extra, exit code 18), before it starts anything, instead of an ImportError t
 
 >>> require_extra("report")  # installed here: nothing happens
 >>> sorted(EXTRAS)
-['bench', 'gateway', 'report']
+['bench', 'gateway', 'report', 'trace']
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from ttftscope.errors import MissingExtra
 
 __all__ = ["EXTRAS", "Extra", "require_extra"]
 
-Extra = Literal["gateway", "bench", "report"]
+Extra = Literal["gateway", "bench", "report", "trace"]
 
 # extra -> the modules it installs that ttftscope imports (pyproject.toml's
 # [project.optional-dependencies], checked against it by tests/cli/test_extras.py)
@@ -27,6 +27,12 @@ EXTRAS: dict[Extra, tuple[str, ...]] = {
     "gateway": ("starlette", "uvicorn", "uvloop", "httptools"),
     "bench": ("aiohttp", "uvloop"),
     "report": ("plotly",),
+    "trace": (
+        "opentelemetry.sdk",
+        "opentelemetry.exporter.otlp.proto.http",
+        "opentelemetry.proto",
+        "google.protobuf",
+    ),
 }
 
 

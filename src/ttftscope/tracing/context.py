@@ -1,0 +1,80 @@
+"""W3C trace context (``traceparent``) and the request id a server joins it by.
+
+One id joins a request's record to every span of its trace: the 32-hex trace id. It goes out
+as ``traceparent`` (which vLLM started with ``--otlp-traces-endpoint`` continues) and as
+``X-Request-Id`` (which vLLM builds its request id from), so a span that carries either can be
+matched to the record that holds :attr:`TraceContext.trace_id`.
+
+>>> ctx = parse_traceparent("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
+>>> ctx.trace_id, ctx.span_id, ctx.sampled
+('0af7651916cd43dd8448eb211c80319c', 'b7ad6b7169203331', True)
+>>> ctx.traceparent
+'00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01'
+>>> len(new_context().headers()["traceparent"])
+55
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from dataclasses import dataclass
+
+from ttftscope.errors import ConfigError
+
+TRACEPARENT = "traceparent"
+REQUEST_ID = "X-Request-Id"
+_TRACEPARENT = re.compile(r"^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$")
+
+
+@dataclass(frozen=True)
+class TraceContext:
+    """A trace id, the id of the span that is the parent of what comes next, and the flag."""
+
+    trace_id: str
+    span_id: str
+    sampled: bool = True
+
+    @property
+    def traceparent(self) -> str:
+        return f"00-{self.trace_id}-{self.span_id}-{'01' if self.sampled else '00'}"
+
+    @property
+    def request_id(self) -> str:
+        """What goes out as ``X-Request-Id``: the trace id, so one id joins everything."""
+        return self.trace_id
+
+    def child(self) -> TraceContext:
+        """The same trace with a new span id: the context a hop passes on."""
+        return TraceContext(self.trace_id, _span_id(), self.sampled)
+
+    def headers(self) -> dict[str, str]:
+        """``traceparent`` and ``X-Request-Id`` for a request sent in this context."""
+        return {TRACEPARENT: self.traceparent, REQUEST_ID: self.request_id}
+
+
+def new_context() -> TraceContext:
+    """A new trace: random ids as W3C asks (never all zeros), sampled."""
+    return TraceContext(_nonzero_hex(16), _span_id())
+
+
+def parse_traceparent(value: str) -> TraceContext:
+    """Read a ``traceparent`` header (version 00) or raise :class:`ConfigError` saying why."""
+    match = _TRACEPARENT.match(value.strip())
+    if match is None or set(match[1]) == {"0"} or set(match[2]) == {"0"}:
+        raise ConfigError(
+            f"traceparent {value[:80]!r} is not a W3C trace context "
+            "(00-<32 hex trace id>-<16 hex span id>-<2 hex flags>, ids not all zeros)"
+        )
+    return TraceContext(match[1], match[2], bool(int(match[3], 16) & 1))
+
+
+def _span_id() -> str:
+    return _nonzero_hex(8)
+
+
+def _nonzero_hex(nbytes: int) -> str:
+    while True:
+        value = secrets.token_hex(nbytes)
+        if set(value) != {"0"}:
+            return value
