@@ -53,7 +53,12 @@ def test_a_version_1_record_written_again_carries_the_current_version(tmp_path: 
     assert line["schema_version"] == 3
     v1_line = json.loads(V1.read_text(encoding="utf-8").splitlines()[0])
     # version 3's trace fields, empty: nothing a version 1 line said is lost or changed
-    added = {"trace_id": None, "part_sources": {}, "gateway_ms": None, "spans": []}
+    added: dict[str, object] = {
+        "trace_id": None,
+        "part_sources": {},
+        "gateway_ms": None,
+        "spans": [],
+    }
     assert {k: v for k, v in line.items() if k != "schema_version"} == {
         **{k: v for k, v in v1_line.items() if k != "schema_version"},
         **added,
