@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.doctor.queueserver import QueueServer
 from tests.report.fixtures import failed, probe_records, write_probe_dir
 from ttftscope.cli import main
 
@@ -69,3 +70,70 @@ def test_an_unreachable_server_is_a_note_not_a_crash(
         ["--base-url", "http://127.0.0.1:9/v1", "--timeout", "2"], tmp_path, capsys, monkeypatch
     )
     assert code == 0 and "note: /metrics not read" in out
+
+
+def _live(
+    waiting: list[float],
+    extra: list[str],
+    tmp: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> tuple[int, str, str]:
+    """``doctor`` against a stand-in vLLM, no probe, a 0.2 s window (five scrapes)."""
+    with QueueServer(waiting) as srv:
+        args = ["--base-url", f"{srv.root}/v1", "--model", "tiny", "--no-probe"]
+        return _run([*args, "--sample-seconds", "0.2", *extra], tmp, capsys, monkeypatch)
+
+
+def test_a_queue_that_stays_in_metrics_is_queueing_with_what_was_sampled(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code, out, err = _live([6], ["--json"], tmp_path, capsys, monkeypatch)
+    data = json.loads(out)
+    (q,) = [f for f in data["findings"] if f["id"] == "queueing"]
+    facts = [e["fact"] for e in q["evidence"]]
+    assert code == 1 and facts[0].startswith("waiting 6 / 6 / 6 (min / median / max) over 5")
+    assert any("--max-num-seqs not exported" in f and "81,920 tokens" in f for f in facts)
+    assert "start command" in q["remedy"] and q["saving_ms"] == 200.0
+    assert any("the server's queue, 5 /metrics scrapes" in c for c in data["checked"])
+    assert "watching the server's queue (/metrics) for 0.2 s" in err
+
+
+def test_the_live_queue_reads_well_at_80_columns(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code, out, err = _live([6], [], tmp_path, capsys, monkeypatch)
+    assert code == 1 and "requests wait in the server's queue now" in out
+    words = " ".join(out.split())  # the saving follows the queue's fix, not "ids will not"
+    assert "token ids will not fix it): the server ran" in words
+    assert "otherwise add a replica (saves ~200 ms per request)" in words
+    assert max(len(line) for line in (out + err).splitlines()) <= 80
+
+
+def test_an_empty_queue_or_one_glimpse_of_one_is_no_problem(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code, out, _ = _live([0], [], tmp_path, capsys, monkeypatch)
+    assert code == 0 and "no problem found" in out
+    code, out, _ = _live([0, 0, 6, 0], [], tmp_path, capsys, monkeypatch)
+    assert code == 0 and "no problem found" in out and "above 0 in 1 of 5" in out
+
+
+def test_a_zero_window_takes_one_scrape_and_says_what_it_saw(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with QueueServer([6]) as srv:
+        args = ["--base-url", f"{srv.root}/v1", "--model", "tiny", "--no-probe"]
+        code, out, err = _run([*args, "--sample-seconds", "0"], tmp_path, capsys, monkeypatch)
+        scrapes = srv.scrapes
+    assert code == 0 and scrapes == 1 and "watching" not in err
+    assert "one /metrics scrape showed 6 waiting" in out
+
+
+def test_sample_seconds_without_live_checks_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_probe_dir(tmp_path / "r", probe_records(sizes=(0,), variants=("chat",)))
+    args = ["--no-live", "--records", "r", "--sample-seconds", "3"]
+    code, _, err = _run(args, tmp_path, capsys, monkeypatch)
+    assert code == 2 and "drop --no-live" in err

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.pty_run import run_in_pty
+from tests.doctor.queueserver import QueueServer
 from tests.faultserver import FaultServer
 
 CLI = [sys.executable, "-c", "from ttftscope.cli import main; main()"]
@@ -58,3 +59,18 @@ def test_fits_80_columns_and_cuts_no_number(probe_dir: Path, args: list[str]) ->
     too_wide = [line for line in lines if len(line) > 80 and not _unbreakable(line)]
     assert too_wide == []
     assert not [line for line in lines if re.search(r"\d…", line)]  # a number cut short
+
+
+def test_doctor_live_with_a_queue_fits_80_columns(tmp_path: Path) -> None:
+    """The sampling bar on a terminal and the queueing finding with its evidence."""
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path)}
+    if "PYTHONPATH" in os.environ:  # the sources under test, where they are on the path
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    with QueueServer([6]) as srv:
+        argv = ["doctor", "--base-url", f"{srv.root}/v1", "--model", "tiny", "--no-probe"]
+        out = run_in_pty([*CLI, *argv, "--sample-seconds", "0.4"], columns=80, env=env)
+    lines = _lines(out)
+    assert any("requests wait in the server's queue now" in line for line in lines), lines
+    too_wide = [line for line in lines if len(line) > 80 and not _unbreakable(line)]
+    assert too_wide == []
+    assert not [line for line in lines if re.search(r"\d…", line)]

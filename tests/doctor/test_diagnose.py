@@ -11,6 +11,7 @@ from tests.report.fixtures import BenchDir, Parts, failed, probe_records, record
 from ttftscope.config.loader import load_settings
 from ttftscope.doctor.diagnose import Inputs, diagnose
 from ttftscope.doctor.gather import Live, read_recorded
+from ttftscope.doctor.sampling import Gauges, LiveSamples
 from ttftscope.doctor.serverfacts import ServerFacts
 from ttftscope.findings import Diagnosis
 from ttftscope.records import RequestRecord, Variant
@@ -102,6 +103,9 @@ def test_queueing_names_the_share_the_running_count_and_says_not_tokenization(
     facts = " ".join(e.fact for e in q.evidence)
     assert "50% of 20 /metrics samples" in facts and "peak 3 waiting while 2 ran" in facts
     assert "--max-num-seqs 5" in q.remedy and "not a tokenization problem" in q.remedy
+    # said first: the saving printed after the remedy belongs to the queue's fix
+    assert q.remedy.startswith("not a tokenization problem (token ids will not fix it): ")
+    assert q.remedy.endswith("otherwise add a replica")
     assert q.saving_ms == 300.0
 
 
@@ -110,7 +114,7 @@ def test_the_queue_remedy_uses_the_live_servers_own_limit(tmp_path: Path) -> Non
     d = _diagnose([_queued_bench(tmp_path, 3)], tmp_path, Live(server=server))
     (q,) = [f for f in d.findings if f.id == "queueing"]
     assert "its --max-num-seqs 2 (from /server_info)" in q.remedy
-    assert "--max-num-seqs 5 or more" in q.remedy and "could not be read" not in q.remedy
+    assert "--max-num-seqs 5 or more" in q.remedy and "cannot be seen" not in q.remedy
 
 
 def test_no_queue_no_queue_finding(tmp_path: Path) -> None:
@@ -157,3 +161,40 @@ def test_request_logs_beside_records_are_found_and_not_read_as_records(tmp_path:
 def test_missing_records_path_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(Exception, match="does not exist"):
         read_recorded([tmp_path / "nope"])
+
+
+def _live_queue(waiting: list[float]) -> Live:
+    gauges = tuple(Gauges(waiting=w, running=2) for w in waiting)
+    server = ServerFacts(source="http://h/metrics", engine="vllm-v1", waiting=waiting[0])
+    samples = LiveSamples("http://h/metrics", 5.0, gauges, mean_queue_ms=150.0, finished=4)
+    return Live(server=server, samples=samples)
+
+
+def test_a_live_queue_alone_is_the_queueing_finding(tmp_path: Path) -> None:
+    d = _diagnose([], tmp_path, _live_queue([6] * 11))
+    (q,) = [f for f in d.findings if f.id == "queueing"]
+    assert q.evidence[0].source == "http://h/metrics" and q.saving_ms == 150.0
+    assert d.exit_code == 1
+
+
+def test_a_live_queue_and_a_recorded_one_are_one_finding_with_both_evidences(
+    tmp_path: Path,
+) -> None:
+    d = _diagnose([_queued_bench(tmp_path, 3)], tmp_path, _live_queue([6] * 11))
+    (q,) = [f for f in d.findings if f.id == "queueing"]
+    sources = {e.source for e in q.evidence}
+    assert "http://h/metrics" in sources and any(s.endswith("b") for s in sources)
+    assert q.saving_ms == 300.0  # the records' measured queue time
+
+
+def test_a_glimpse_of_a_queue_is_a_note_that_states_the_rule(tmp_path: Path) -> None:
+    d = _diagnose([], tmp_path, _live_queue([0, 0, 6, 0, 0]))
+    assert "queueing" not in _ids(d)
+    assert any("above 0 in 1 of 5 /metrics scrapes" in n and "at least 50%" in n for n in d.notes)
+
+
+def test_one_scrape_with_requests_waiting_asks_for_a_window(tmp_path: Path) -> None:
+    server = ServerFacts(source="http://h/metrics", engine="vllm-v1", waiting=6)
+    d = _diagnose([], tmp_path, Live(server=server))
+    assert "queueing" not in _ids(d)
+    assert any("one /metrics scrape showed 6 waiting" in n for n in d.notes)

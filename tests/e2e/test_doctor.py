@@ -3,7 +3,7 @@
 Each test creates one condition (a timestamp in the system prompt, naive id concatenation,
 non-NFC text, a rate-limiting server, long contexts sent as text, more sessions than
 ``--max-num-seqs``, the prefix cache off) and checks the finding and its numbers; a healthy
-short probe produces no warning.
+short probe produces no warning, nor does the queue watched live on an idle server.
 """
 
 from __future__ import annotations
@@ -82,6 +82,25 @@ def test_a_healthy_short_probe_gives_no_warning(
     assert not [f for f in report["findings"] if f["severity"] != "info"]
     assert any("server metrics" in c for c in report["checked"])
     assert any("request records" in c for c in report["checked"])  # the short probe ran
+
+
+def test_live_on_an_idle_server_no_queue_and_the_limits_it_can_and_cannot_see(
+    vllm: LocalServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The queue watched for 2 s (five scrapes) on a server nobody uses: no queueing; the KV
+    cache's size is read from vllm:cache_config_info, and --max-num-seqs, which vLLM 0.32
+    exports nowhere in /metrics (no VLLM_SERVER_DEV_MODE here), is said to be unseen."""
+    monkeypatch.chdir(tmp_path)
+    code, report = doctor(
+        tmp_path, "--base-url", vllm.base_url, "--no-probe", "--sample-seconds", "2"
+    )
+    assert code == 0 and not findings(report, "queueing"), report["findings"]
+    checked = report["checked"]
+    assert any(c.startswith("the server's queue, 5 /metrics scrapes in") for c in checked)
+    (limits,) = [c for c in checked if c.startswith("the server's limits: ")]
+    assert "--max-num-seqs not exported" in limits
+    assert "KV cache " in limits and "(vllm:cache_config_info)" in limits
+    assert not [n for n in report["notes"] if "waiting" in n or "scrape failed" in n]
 
 
 def test_long_contexts_sent_as_text_are_tokenization_bound(

@@ -10,11 +10,12 @@ import click
 from ttftscope.cli.console import make_console
 from ttftscope.cli.options import CliState, cli_state, dumps, endpoint_options, run_async
 from ttftscope.cli.probe import parse_numbers
-from ttftscope.cli.progress import RequestProgress
+from ttftscope.cli.progress import RequestProgress, SampleProgress
 from ttftscope.client.endpoint import Endpoint
 from ttftscope.config.loader import LoadedSettings
 from ttftscope.doctor.diagnose import Inputs, diagnose
 from ttftscope.doctor.gather import Live, read_live, read_recorded, recorded_runs
+from ttftscope.doctor.sampling import DEFAULT_SECONDS, Sampling
 from ttftscope.findings import Diagnosis
 from ttftscope.localserver.model import model_dir
 from ttftscope.probe.experiments import ProbeOptions, run_probe
@@ -70,6 +71,21 @@ def _live_probe(
     return path
 
 
+def _read_live(
+    state: CliState, ep: Endpoint, loaded: LoadedSettings, seconds: float | None
+) -> Live:
+    """The live checks, the queue watched for ``seconds`` (5 by default; progress on stderr).
+
+    Watched before any short probe: the probe's own requests would be the queue it saw.
+    """
+    seconds = DEFAULT_SECONDS if seconds is None else seconds
+    if seconds <= 0:
+        return run_async(read_live(ep, loaded))
+    total = Sampling.window(seconds).count
+    with SampleProgress(seconds, total, state.err) as bar:
+        return run_async(read_live(ep, loaded, Sampling.window(seconds, bar.sample)))
+
+
 def _diagnose(
     loaded: LoadedSettings, paths: list[Path], live: Live | None, tok: Tokenizer | None
 ) -> Diagnosis:
@@ -111,7 +127,15 @@ def records_diagnosis(
     "--live/--no-live",
     default=True,
     show_default=True,
-    help="Scrape the endpoint's /metrics and models (and the gateway's)",
+    help="Scrape the endpoint's /metrics (its queue over --sample-seconds) and models "
+    "(and the gateway's)",
+)
+@click.option(
+    "--sample-seconds",
+    type=click.FloatRange(min=0),
+    default=None,
+    help=f"Watch the server's queue in /metrics this long, live [default: {DEFAULT_SECONDS:g}; "
+    "0: one scrape]",
 )
 @click.option(
     "--probe/--no-probe",
@@ -136,6 +160,7 @@ def doctor(
     ctx: click.Context,
     records: tuple[Path, ...],
     live: bool,
+    sample_seconds: float | None,
     do_probe: bool | None,
     context_tokens: str,
     result_dir: Path | None,
@@ -148,7 +173,9 @@ def doctor(
     ep = Endpoint.from_settings(loaded.settings, headers=state.headers)
     tok = _tokenizer(loaded)
     sizes = parse_numbers(context_tokens, "--context-tokens", int)
-    got: Live | None = run_async(read_live(ep, loaded)) if live else None
+    if sample_seconds is not None and not live:
+        raise click.UsageError("--sample-seconds watches the live server: drop --no-live")
+    got = _read_live(state, ep, loaded, sample_seconds) if live else None
     paths = list(records)
     reachable = got is not None and got.served_models is not None
     if (do_probe if do_probe is not None else live and not records) and reachable:

@@ -108,3 +108,43 @@ class RequestProgress:
         elif time.monotonic() - self._last_line >= _PLAIN_EVERY_S or self.done == self.total:
             self.console.print(f"probe: {self.done}/{self.total} requests done ({self._stage})")
             self._last_line = time.monotonic()
+
+
+class SampleProgress:
+    """Scrapes of a sampling window: a live bar on a terminal, one line into a pipe.
+
+    >>> import io; out = io.StringIO()
+    >>> with SampleProgress(5.0, 11, Console(file=out)) as p:
+    ...     p.sample(1, 11)
+    >>> print(out.getvalue().strip())
+    watching the server's queue (/metrics) for 5 s; --sample-seconds 0 skips it…
+    """
+
+    def __init__(self, seconds: float, total: int, console: Console) -> None:
+        self.seconds, self.total, self.console = seconds, total, console
+        self._bar: Progress | None = None
+        self._task: TaskID | None = None
+
+    def __enter__(self) -> SampleProgress:
+        if self.console.is_terminal:
+            text = f"sampling /metrics ({self.seconds:g} s)"
+            self._bar, self._task = live_bar(self.console, text, self.total, _BAR)
+        else:
+            self.console.print(
+                f"watching the server's queue (/metrics) for {self.seconds:g} s; "
+                "--sample-seconds 0 skips it…",
+                highlight=False,
+            )
+        return self
+
+    def __exit__(
+        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+    def sample(self, done: int, total: int) -> None:
+        """``done`` of ``total`` scrapes taken."""
+        if self._bar is not None and self._task is not None:
+            self._bar.update(self._task, completed=done, total=total)
+            self.total = total

@@ -4,7 +4,8 @@ The only place advice is made: ``doctor`` prints it, ``report`` renders it besid
 (the CLI composes the two). Advice must not contradict itself: while a run's requests queue,
 its server front end (which then holds waiting inside the API server too) is not called
 tokenization, since the queue's remedy says ids will not help; unless the run measured what
-ids save, and then the queue's remedy stops saying so.
+ids save, and then the queue's remedy stops saying so. A queue seen live (``/metrics``
+sampled for a few seconds) and one seen in the records are one ``queueing`` finding.
 
 >>> from ttftscope.config.loader import load_settings
 >>> d = diagnose(Inputs(loaded=load_settings(env={}, cwd=Path("/nonexistent")),
@@ -22,6 +23,7 @@ from pathlib import Path
 from ttftscope.config.loader import LoadedSettings
 from ttftscope.doctor.gather import Live, Recorded
 from ttftscope.doctor.rules.config import ConfigContext, config_findings
+from ttftscope.doctor.rules.livequeue import MIN_SAMPLES, STAYS_SHARE, live_queue_findings
 from ttftscope.doctor.rules.path import network_findings
 from ttftscope.doctor.rules.server import (
     NOT_TOKENIZATION,
@@ -101,8 +103,7 @@ def _without_contradiction(
         return queued, front
     if (measured_saving_ms(run) or 0.0) >= MIN_SAVING_MS:
         return [
-            q.model_copy(update={"remedy": q.remedy.removesuffix(NOT_TOKENIZATION) + "."})
-            for q in queued
+            q.model_copy(update={"remedy": q.remedy.removeprefix(NOT_TOKENIZATION)}) for q in queued
         ], front
     notes.append(
         f"{run.label}: the server front end is not judged as tokenization while requests "
@@ -135,6 +136,43 @@ def diagnose_runs(
     return findings, notes
 
 
+def _live_queue_notes(live: Live) -> list[str]:
+    """Why a queue the live scrapes glimpsed was not called queueing."""
+    s, server = live.samples, live.server
+    if s is None:
+        waiting = server.waiting if server is not None else None
+        if not waiting:
+            return []
+        return [
+            f"one /metrics scrape showed {waiting:.0f} waiting: sample the queue over a "
+            "window (--sample-seconds) to judge it"
+        ]
+    above = sum(1 for w in s.waiting if w > 0)
+    if not above or (s.waited_share >= STAYS_SHARE and len(s.waiting) >= MIN_SAMPLES):
+        return []
+    return [
+        f"waiting was above 0 in {above} of {len(s.waiting)} /metrics scrapes: a queue is "
+        f"called when it stays (above 0 in at least {STAYS_SHARE:.0%} of {MIN_SAMPLES} or "
+        "more scrapes)"
+    ]
+
+
+def _with_live_queue(findings: list[Finding], live: Live) -> list[Finding]:
+    """One ``queueing`` finding: the records' (with the live evidence added), else the live."""
+    found = live_queue_findings(live.samples, live.server)
+    if not found:
+        return findings
+    at = next((i for i, f in enumerate(findings) if f.id == "queueing"), None)
+    if at is None:
+        return [*findings, *found]
+    merged = findings[at].evidence + found[0].evidence
+    return [
+        *findings[:at],
+        findings[at].model_copy(update={"evidence": merged}),
+        *findings[at + 1 :],
+    ]
+
+
 def diagnose(inputs: Inputs) -> Diagnosis:
     """Run every rule; findings worst first; notes say what could not be looked at."""
     live = inputs.live or Live()
@@ -152,8 +190,14 @@ def diagnose(inputs: Inputs) -> Diagnosis:
     from_runs, run_notes = diagnose_runs(runs, live.server)
     findings: list[Finding] = [
         *config_findings(ctx),
-        *from_runs,
+        *_with_live_queue(from_runs, live),
         *text_findings(text, live.gateway),
     ]
-    notes = [*inputs.recorded.notes, *run_notes, *live.notes, *text.notes]
+    notes = [
+        *inputs.recorded.notes,
+        *run_notes,
+        *live.notes,
+        *_live_queue_notes(live),
+        *text.notes,
+    ]
     return Diagnosis.of(findings, _checked(inputs), notes)

@@ -17,6 +17,7 @@ import httpx
 from ttftscope.client.endpoint import Endpoint
 from ttftscope.client.http_json import call_json
 from ttftscope.config.loader import LoadedSettings
+from ttftscope.doctor.sampling import LiveSamples, Sampling, sample_queue
 from ttftscope.doctor.serverfacts import (
     GatewayFacts,
     ServerFacts,
@@ -110,6 +111,7 @@ class Live:
     server: ServerFacts | None = None
     gateway: GatewayFacts | None = None
     served_models: tuple[str, ...] | None = None
+    samples: LiveSamples | None = None  # the queue over a few seconds, when sampled
     checked: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -128,9 +130,12 @@ def gateway_metrics_url(loaded: LoadedSettings) -> str | None:
     return f"http://{host}:{gw.port}/metrics"
 
 
-async def _server(ep: Endpoint, live: Live, client: httpx.AsyncClient) -> None:
+async def _server(
+    ep: Endpoint, live: Live, client: httpx.AsyncClient, sampling: Sampling | None
+) -> None:
+    headers = ep.scrape_headers()
     try:
-        snap = await ascrape(ep.metrics_url, client=client, headers=ep.scrape_headers())
+        snap = await ascrape(ep.metrics_url, client=client, headers=headers)
     except TtftscopeError as exc:
         live.notes.append(f"/metrics not read: {exc.message}")
         return
@@ -140,13 +145,21 @@ async def _server(ep: Endpoint, live: Live, client: httpx.AsyncClient) -> None:
     if seqs is not None:
         live.server = dataclasses.replace(live.server, max_num_seqs=seqs)
         live.checked.append(f"the server's --max-num-seqs ({ep.root}/server_info)")
+    live.checked.append(f"the server's limits: {live.server.limits()}")
+    if sampling is not None and sampling.seconds > 0:
+        live.samples = await sample_queue(ep.metrics_url, client, sampling, headers)
+        live.notes += live.samples.notes
+        live.checked.append(
+            f"the server's queue, {len(live.samples.samples)} /metrics scrapes in "
+            f"{live.samples.seconds:.1f} s"
+        )
 
 
 async def _max_num_seqs(ep: Endpoint, client: httpx.AsyncClient) -> int | None:
     """The server's ``--max-num-seqs`` from vLLM's ``/server_info``, if it serves one.
 
     Only a server started with ``VLLM_SERVER_DEV_MODE=1`` does; elsewhere it is a 404, and
-    the queue's remedy says the limit could not be read.
+    the queue's remedy says the limit cannot be seen.
     """
     try:
         _, data = await call_json(
@@ -183,11 +196,12 @@ async def _gateway(url: str, live: Live, client: httpx.AsyncClient) -> None:
     live.checked.append(f"gateway metrics ({url})")
 
 
-async def read_live(ep: Endpoint, loaded: LoadedSettings) -> Live:
-    """Scrape the server's ``/metrics``, list its models, and scrape the gateway's metrics."""
+async def read_live(ep: Endpoint, loaded: LoadedSettings, sampling: Sampling | None = None) -> Live:
+    """Scrape the server's ``/metrics`` (over ``sampling``'s window, when given), list its
+    models, and scrape the gateway's metrics."""
     live = Live()
     async with httpx.AsyncClient(timeout=min(ep.timeout_s, 10.0)) as client:
-        jobs = [_server(ep, live, client), _models(ep, live, client)]
+        jobs = [_server(ep, live, client, sampling), _models(ep, live, client)]
         url = gateway_metrics_url(loaded)
         if url is not None:
             jobs.append(_gateway(url, live, client))

@@ -3,8 +3,10 @@
 vLLM publishes its cache configuration as labels of ``vllm:cache_config_info`` (a gauge of
 1): ``enable_prefix_caching`` and ``block_size`` are what the findings need. Its scheduler's
 ``max_num_seqs`` is not in ``/metrics`` (vLLM 0.32); ``/server_info`` has it, served only
-with ``VLLM_SERVER_DEV_MODE=1`` (:func:`max_num_seqs`). The gateway's own metrics
-(``ttftscope_``) carry its exactness checks and pass-throughs.
+with ``VLLM_SERVER_DEV_MODE=1`` (:func:`max_num_seqs`). The KV cache's size is a limit it does
+publish there: ``kv_cache_size_tokens`` (else ``num_gpu_blocks`` blocks of ``block_size``) and
+``kv_cache_max_concurrency`` (requests of ``max_model_len`` tokens that fit at once). The
+gateway's own metrics (``ttftscope_``) carry its exactness checks and pass-throughs.
 """
 
 from __future__ import annotations
@@ -39,6 +41,27 @@ class ServerFacts:
     prefix_hits: float | None = None
     prefix_queries: float | None = None
     max_num_seqs: int | None = None  # from /server_info, when the server serves it
+    kv_cache_tokens: int | None = None
+    kv_max_concurrency: float | None = None  # requests of max_model_len tokens at once
+
+    def limits(self) -> str:
+        """What the server says of its own limits; ``--max-num-seqs`` unseen is said so.
+
+        >>> ServerFacts(source="u", engine="vllm-v1", kv_cache_tokens=16384).limits()
+        'KV cache 16,384 tokens (vllm:cache_config_info); --max-num-seqs not exported'
+        """
+        said = []
+        if self.kv_cache_tokens is not None:
+            room = self.kv_max_concurrency
+            fits = "" if room is None else f", {room:.1f} requests of its max_model_len at once"
+            said.append(f"KV cache {self.kv_cache_tokens:,} tokens{fits} (vllm:cache_config_info)")
+        seqs = self.max_num_seqs
+        said.append(
+            "--max-num-seqs not exported"
+            if seqs is None
+            else f"--max-num-seqs {seqs} (/server_info)"
+        )
+        return "; ".join(said)
 
 
 def max_num_seqs(server_info: object) -> int | None:
@@ -78,20 +101,46 @@ def _int(text: str | None) -> int | None:
         return None
 
 
+def _float(text: str | None) -> float | None:
+    try:
+        return None if text is None else float(text)
+    except ValueError:
+        return None
+
+
+def _kv_tokens(view: SampleView, block_size: int | None) -> int | None:
+    """The KV cache's size in tokens, as the server states it."""
+    stated = _int(_label(view, _CACHE_INFO, "kv_cache_size_tokens"))
+    blocks = _int(_label(view, _CACHE_INFO, "num_gpu_blocks"))
+    if stated is None and blocks is not None and block_size is not None:
+        return blocks * block_size
+    return stated
+
+
 def server_facts(view: SampleView, source: str) -> ServerFacts:
-    """Read the doctor's facts from one scrape (``source`` names where it came from)."""
+    """Read the doctor's facts from one scrape (``source`` names where it came from).
+
+    >>> from ttftscope.metrics.prom import parse
+    >>> f = server_facts(parse('vllm:cache_config_info{block_size="16",num_gpu_blocks="100",'
+    ...                        'kv_cache_max_concurrency="2.5"} 1'), "u")
+    >>> f.kv_cache_tokens, f.kv_max_concurrency
+    (1600, 2.5)
+    """
     engine = detect_engine(view)
     reader = Reader(view, engine, {})
+    block_size = _int(_label(view, _CACHE_INFO, "block_size"))
     return ServerFacts(
         source=source,
         engine=engine,
         prefix_caching=_truth(_label(view, _CACHE_INFO, "enable_prefix_caching")),
-        block_size=_int(_label(view, _CACHE_INFO, "block_size")),
+        block_size=block_size,
         models=tuple(view.label_values("model_name")),
         running=reader.gauge("running"),
         waiting=reader.gauge("waiting"),
         prefix_hits=reader.counter("prefix_hits"),
         prefix_queries=reader.counter("prefix_queries"),
+        kv_cache_tokens=_kv_tokens(view, block_size),
+        kv_max_concurrency=_float(_label(view, _CACHE_INFO, "kv_cache_max_concurrency")),
     )
 
 

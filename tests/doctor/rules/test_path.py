@@ -33,3 +33,25 @@ def test_a_fast_or_balanced_ttft_has_no_network_finding(tmp_path: Path) -> None:
     even = [record(i, Parts(frontend=40.0, prefill=40.0, outside=30.0)) for i in range(5)]
     write_probe_dir(tmp_path / "even", even)  # 27%: not the largest share of note
     assert not _of(_network(tmp_path / "fast", tmp_path / "even"), "network-path")
+
+
+def test_through_the_gateway_the_advice_is_about_the_gateway_not_removing_proxies(
+    tmp_path: Path,
+) -> None:
+    slow = Parts(frontend=5.0, prefill=20.0, outside=70.0)
+    recs = [record(i, slow, variant="gateway", gateway_ms=12.0 + i) for i in range(5)]
+    write_probe_dir(tmp_path, recs)
+    (f,) = _of(_network(tmp_path), "network-path")
+    facts = [e.fact for e in f.evidence]
+    assert "median 14 ms of it in the gateway's own work (received to sent upstream)" in facts
+    assert "remove proxies" not in f.remedy
+    assert "run it on the server's host" in f.remedy and "direct" in f.remedy
+
+
+def test_a_gateway_target_without_its_own_timing_still_gets_the_gateway_advice(
+    tmp_path: Path,
+) -> None:
+    slow = Parts(frontend=5.0, prefill=20.0, outside=70.0)
+    write_probe_dir(tmp_path, [record(i, slow, variant="gateway") for i in range(5)])
+    (f,) = _of(_network(tmp_path), "network-path")
+    assert len(f.evidence) == 1 and "the ttftscope gateway is on this path" in f.remedy

@@ -17,11 +17,13 @@ from ttftscope.records import RequestRecord
 from ttftscope.results.files import Sample
 from ttftscope.results.runs import Run
 
-__all__ = ["Concurrency", "concurrency", "queue_remedy"]
+__all__ = ["UNREAD", "Concurrency", "concurrency", "queue_remedy", "remedy_for"]
 
 UNREAD = (
-    "the server's --max-num-seqs could not be read (vLLM serves it only at /server_info, "
-    "with VLLM_SERVER_DEV_MODE=1)"
+    "its --max-num-seqs cannot be seen (vLLM does not export it in /metrics and serves "
+    "/server_info only with VLLM_SERVER_DEV_MODE=1): look for --max-num-seqs in the server's "
+    "start command or in the 'non-default args' line of its log (absent there, it is "
+    "vLLM's default for the hardware)"
 )
 FULL_KV = 0.8  # KV cache usage from which a full cache, not the step's budget, holds requests
 
@@ -110,10 +112,18 @@ def _own_concurrency(c: Concurrency) -> str:
 def queue_remedy(run: Run, limit: int | None) -> str:
     """What to change, from the server's ``--max-num-seqs`` when read, else from the samples.
 
-    >>> queue_remedy(Run(kind="probe", key="k", label="p", parts=()), None)[:38]
-    "raise vLLM's --max-num-seqs if the KV "
+    >>> queue_remedy(Run(kind="probe", key="k", label="p", parts=()), None)[:34]
+    'its --max-num-seqs cannot be seen '
     """
-    c = concurrency(run)
+    return remedy_for(concurrency(run), limit)
+
+
+def remedy_for(c: Concurrency, limit: int | None) -> str:
+    """What to change, given how many ran and waited (a run's samples or a live window).
+
+    >>> remedy_for(Concurrency(peak_running=4, running_while_waiting=4), 4)[:42]
+    'the server ran up to its --max-num-seqs 4 '
+    """
     kv = "" if c.peak_kv_usage is None else f" (usage peaked at {c.peak_kv_usage:.0%})"
     seen = c.running_while_waiting
     want = int(max(c.peak_in_flight or 0.0, (limit or 0) + 1))
@@ -130,8 +140,8 @@ def queue_remedy(run: Run, limit: int | None) -> str:
         return f"the server ran up to {where} at once while requests waited: {raise_seqs}"
     if seen is None or c.peak_running is None:
         return (
-            "raise vLLM's --max-num-seqs if the KV cache has room, or add replicas; "
-            f"{UNREAD}, and no /metrics samples show how many ran while requests waited"
+            f"{UNREAD}; no /metrics samples show how many ran while requests waited: raise "
+            "vLLM's --max-num-seqs if the KV cache has room, or add replicas"
         )
     own = _own_concurrency(c)
     if c.held_below_peak or own:
@@ -142,7 +152,8 @@ def queue_remedy(run: Run, limit: int | None) -> str:
             else f"the server ran up to {c.peak_running:.0f} at once"
         )
         return f"{lead}{own}: " + _held_back(c.peak_kv_usage)
+    # the action last: the saving printed after the remedy is what it buys
     return (
-        f"the server ran at most {c.peak_running:.0f} at once while requests waited: "
-        f"if that is its --max-num-seqs ({UNREAD}), {raise_seqs}"
+        f"the server ran at most {c.peak_running:.0f} at once while requests waited, and "
+        f"{UNREAD}; if it is {c.peak_running:.0f}, {raise_seqs}"
     )

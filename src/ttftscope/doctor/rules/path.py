@@ -4,6 +4,9 @@ Outside the server is the client's TTFT less the server's (network, HTTP, JSON, 
 serialization), per request. Judged one series at a time (a probe at its largest context, a
 bench target over its workload; a probe's text/ids A/B variants are instruments, not a
 workload), on requests the server measured, when the median TTFT is long enough to matter.
+Through the ttftscope gateway (a series named for it, or records the gateway stamped), the
+gateway is in that path by design: the advice is then about where it runs and what it costs,
+not "remove proxies".
 """
 
 from __future__ import annotations
@@ -11,8 +14,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ttftscope.findings import Evidence, Finding
-from ttftscope.results.parts import records_breakdown, series_scope, split_series
+from ttftscope.records import RequestRecord
+from ttftscope.results.parts import Breakdown, records_breakdown, series_scope, split_series
 from ttftscope.results.runs import Run
+from ttftscope.stats import median
 
 __all__ = ["network_findings"]
 
@@ -20,25 +25,46 @@ FAST_MS = 50.0  # a median TTFT under this has nothing worth removing
 MIN_SHARE = 0.35
 MIN_MS = 20.0
 _INSTRUMENTS = ("text", "ids")
+_DIRECT = (
+    "keep connections alive, remove proxies in between, and run the client near the "
+    "server: the path to the server costs more than the server"
+)
+_VIA_GATEWAY = (
+    "the ttftscope gateway is on this path by design: run it on the server's host (one "
+    "hop to the server, not two), keep the client's connections to it alive, and measure "
+    "what it adds against the server direct (`ttftscope bench --target direct --target "
+    "gateway=URL`)"
+)
 
 
-def _finding(run: Run, name: str, where: str, records_n: int, value: float, ttft: float) -> Finding:
+def _via_gateway(name: str, records: Sequence[RequestRecord]) -> bool:
+    return "gateway" in name or any(r.gateway_ms is not None for r in records)
+
+
+def _gateway_fact(records: Sequence[RequestRecord]) -> list[str]:
+    own = median(r.gateway_ms for r in records)
+    if own is None:
+        return []
+    return [f"median {own:.0f} ms of it in the gateway's own work (received to sent upstream)"]
+
+
+def _finding(
+    run: Run, name: str, where: str, records: Sequence[RequestRecord], found: Breakdown
+) -> Finding:
+    value, ttft = found.part("outside_server") or 0.0, found.ttft_ms
     share = value / ttft
+    gateway = _via_gateway(name, records)
+    facts = [
+        f"median outside the server (serialization, network, HTTP) {value:.0f} ms "
+        f"of {ttft:.0f} ms median TTFT over {found.n} requests",
+        *(_gateway_fact(records) if gateway else []),
+    ]
     return Finding(
         id="network-path",
         severity="warning",
         title=f"{share:.0%} of TTFT is spent outside the server ({name}{where})",
-        evidence=[
-            Evidence(
-                fact=f"median outside the server (serialization, network, HTTP) {value:.0f} ms "
-                f"of {ttft:.0f} ms median TTFT over {records_n} requests",
-                source=", ".join(str(p) for p in run.sources),
-            )
-        ],
-        remedy=(
-            "keep connections alive, remove proxies in between, and run the client near the "
-            "server: the path to the server costs more than the server"
-        ),
+        evidence=[Evidence(fact=f, source=", ".join(str(p) for p in run.sources)) for f in facts],
+        remedy=_VIA_GATEWAY if gateway else _DIRECT,
         saving_ms=round(value, 1),
     )
 
@@ -56,5 +82,5 @@ def network_findings(runs: Sequence[Run]) -> list[Finding]:
             value, share = found.part("outside_server"), found.share("outside_server")
             if value is None or share is None or share < MIN_SHARE or value < MIN_MS:
                 continue
-            out.append(_finding(run, s.name, where, found.n, value, found.ttft_ms))
+            out.append(_finding(run, s.name, where, records, found))
     return out

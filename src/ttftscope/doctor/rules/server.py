@@ -37,7 +37,8 @@ __all__ = [
 MIN_WAITED_SHARE = 0.1
 MIN_QUEUE_SHARE = 0.1
 COLD_HIT_RATE = 0.1
-NOT_TOKENIZATION = ". This is not a tokenization problem: sending token ids will not fix it"
+# Said first, so that the saving printed after the remedy belongs to the queue's fix.
+NOT_TOKENIZATION = "not a tokenization problem (token ids will not fix it): "
 # prefill this large a share of a median TTFT at a hit rate this low: prompts are recomputed
 LOW_HIT_RATE = 0.5
 PREFILL_SHARE = 0.35
@@ -115,7 +116,7 @@ def queue_findings(runs: Sequence[Run], limit: int | None = None) -> list[Findin
                 severity="warning",
                 title=f"requests wait in the server's queue ({waited:.0%} of the run)",
                 evidence=[Evidence(fact=f, source=_where(run)) for f in facts],
-                remedy=queue_remedy(run, limit) + NOT_TOKENIZATION,
+                remedy=NOT_TOKENIZATION + queue_remedy(run, limit),
                 saving_ms=None if mean_q is None else round(mean_q, 1),
             )
         )
