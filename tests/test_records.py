@@ -6,12 +6,14 @@ import math
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from ttftscope.errors import ConfigError, FailureKind
 from ttftscope.records import (
     SCHEMA_VERSION,
     RecordWriter,
     RequestRecord,
+    SpanTiming,
     read_records,
     read_records_report,
 )
@@ -159,3 +161,9 @@ def test_an_unreadable_file_is_our_error_not_an_os_error(
         read_records(path)
     assert info.value.message == f"cannot read records from {path}: Permission denied"
     assert info.value.hint is not None and "permissions" in info.value.hint
+
+
+def test_a_span_timing_refuses_a_time_that_a_line_could_not_store() -> None:
+    # a line stores nan as null; a span read back with a null time would be dropped whole
+    with pytest.raises(ValidationError):
+        SpanTiming(service="server", name="llm_request", start_ms=float("nan"), end_ms=1.0)

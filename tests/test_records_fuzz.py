@@ -18,7 +18,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ttftscope.errors import FailureKind
-from ttftscope.records import RecordWriter, RequestRecord, clean_text, read_records_report
+from ttftscope.records import (
+    PartSource,
+    RecordWriter,
+    RequestRecord,
+    ServerPart,
+    SpanService,
+    SpanTiming,
+    clean_text,
+    read_records_report,
+)
 
 # Everything that has ever broken a line, a codec or a parser, mixed into ordinary text.
 _NASTY = st.sampled_from(
@@ -42,6 +51,22 @@ _BASE: dict[object, st.SearchStrategy[Any]] = {
     FailureKind: st.sampled_from(FailureKind),
     dict[str, bool]: st.dictionaries(TEXT, st.booleans(), max_size=4),
     list[str]: st.lists(TEXT, max_size=4),
+    dict[ServerPart, PartSource]: st.dictionaries(
+        st.sampled_from(typing.get_args(ServerPart)),
+        st.sampled_from(typing.get_args(PartSource)),
+        max_size=4,
+    ),
+    list[SpanTiming]: st.lists(
+        st.builds(
+            SpanTiming,
+            service=st.sampled_from(typing.get_args(SpanService)),
+            name=TEXT,
+            start_ms=st.floats(allow_nan=False, allow_infinity=False),
+            end_ms=st.floats(allow_nan=False, allow_infinity=False),
+            counts=st.dictionaries(TEXT, INTS, max_size=2),
+        ),
+        max_size=3,
+    ),
 }
 
 
@@ -73,6 +98,9 @@ def _as_stored(value: object) -> object:
         return {clean_text(k): v for k, v in value.items()}
     if isinstance(value, list):
         return [_as_stored(v) for v in value]
+    if isinstance(value, SpanTiming):
+        fields = {name: _as_stored(getattr(value, name)) for name in SpanTiming.model_fields}
+        return SpanTiming.model_validate(fields)
     return value
 
 

@@ -54,8 +54,9 @@ class SpanTiming(BaseModel):
 
     service: SpanService
     name: str
-    start_ms: float
-    end_ms: float
+    # finite: a line stores nan as null, which a required float could not read back
+    start_ms: float = Field(allow_inf_nan=False)
+    end_ms: float = Field(allow_inf_nan=False)
     # a count the span carries (tokens reused / encoded), by attribute name
     counts: dict[str, int] = Field(default_factory=dict)
 
