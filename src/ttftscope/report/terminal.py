@@ -1,6 +1,6 @@
 """Rich output for the terminal: a breakdown that fits 80 columns (every column with ``wide``),
 the doctor's diagnosis (``doctor`` and ``report`` print it the same way), measured A/Bs and
-each run's per-request parts by context bucket and target (or the run-wide histogram means
+each bench run's per-request parts by context bucket and target (or the run-wide histogram means
 when no request had its own).
 
 Medians are taken part by part over warm requests, so they need not add up to the TTFT
@@ -256,8 +256,9 @@ def print_comparisons(found: Sequence[Comparison], console: Console) -> None:
 
 
 def print_request_parts(runs: Sequence[Run], console: Console) -> None:
-    """Each run's per-request parts by context bucket and target, p50/p90 and sources; a run
-    without them says so and shows its servers' run-wide histogram means instead.
+    """Each bench run's per-request parts by context bucket and target, p50/p90 and sources;
+    a run without them says so and shows its servers' run-wide histogram means instead.
+    Probes are left out: ``ttftscope probe`` printed their medians by size and variant.
 
     >>> import io; out = io.StringIO(); c = Console(file=out, width=80, color_system=None)
     >>> print_request_parts([], c); out.getvalue()
@@ -265,13 +266,15 @@ def print_request_parts(runs: Sequence[Run], console: Console) -> None:
     """
     shown = False
     for run in runs:
+        if run.kind != "bench":  # a probe printed its own table; the page has it too
+            continue
         groups = parts_by_bucket(latency_samples(run.records, run.kind), run.kind)
         if has_request_parts(groups):
             console.print()
             console.print(parts_table(groups, f"per-request TTFT parts (ms), {run.label}"))
             shown = True
             continue
-        _hanging(console, f"{run.label}: ", NO_PARTS, "dim")
+        _hanging(console, "", f"{run.label}: {NO_PARTS}", "dim")
         for server in server_figures(run):
             if server.breakdown is not None:
                 means = ", ".join(

@@ -51,8 +51,8 @@ REQUEST_PART_LABELS: dict[RequestPart, str] = {
 }
 NO_PARTS = (
     "no request has its own parts (no traces received, or a bench's requests overlapped so "
-    "/metrics histograms cannot tell whose time is whose): the server's figures are "
-    "run-wide means from its histograms"
+    "/metrics histograms cannot tell whose time is whose): the server's figures, where "
+    "there are any, are run-wide means from its histograms"
 )
 # which recorded source tells where a part's value came from (outside = client − server TTFT)
 _SOURCE_KEY: dict[RequestPart, ServerPart] = {
