@@ -125,22 +125,21 @@ def parts_by_bucket(records: Iterable[RequestRecord], kind: RunKind) -> list[dic
     """
     records = list(records)
     buckets = Buckets.for_records(records, kind)
-    names = list(dict.fromkeys(series_name(r) for r in records))
+    names = {name: i for i, name in enumerate(dict.fromkeys(map(series_name, records)))}
+    grouped: dict[tuple[int, str], list[RequestRecord]] = {}
+    for r in records:
+        grouped.setdefault((buckets.key(r), series_name(r)), []).append(r)
     out: list[dict[str, Any]] = []
-    for key in sorted({buckets.key(r) for r in records}):
-        for name in names:
-            mine = [r for r in records if buckets.key(r) == key and series_name(r) == name]
-            if not mine:
-                continue
-            group: dict[str, Any] = {
-                "context_tokens": key,
-                "context": buckets.label(key).removesuffix(" tokens"),
-                "target": name,
-                "requests": len(mine),
-            }
-            for part in REQUEST_PARTS:
-                group.update(_part_keys(mine, part))
-            out.append(group)
+    for (key, name), mine in sorted(grouped.items(), key=lambda g: (g[0][0], names[g[0][1]])):
+        group: dict[str, Any] = {
+            "context_tokens": key,
+            "context": buckets.label(key).removesuffix(" tokens"),
+            "target": name,
+            "requests": len(mine),
+        }
+        for part in REQUEST_PARTS:
+            group.update(_part_keys(mine, part))
+        out.append(group)
     return out
 
 
