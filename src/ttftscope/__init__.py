@@ -72,7 +72,7 @@ if TYPE_CHECKING:
         read_records,
         read_records_report,
     )
-    from ttftscope.results.summaries import BenchSummary
+    from ttftscope.results.summaries import BenchSummary, BucketParts
     from ttftscope.sdkinstrument.wrap import Instrumentation, instrument, instrumentation
     from ttftscope.tokenization.chat import ChatRenderer, ChatSession
     from ttftscope.tokenization.incremental import EncoderStats, IncrementalEncoder
@@ -85,6 +85,7 @@ _LAZY: dict[str, str] = {
     "BenchOptions": "bench.options",
     "BenchRun": "bench.runner",
     "BenchSummary": "results.summaries",
+    "BucketParts": "results.summaries",
     "run_bench": "bench.runner",
     "Endpoint": "client.endpoint",
     "PingResult": "client.ping",
@@ -168,6 +169,7 @@ __all__ = [
     "BenchOptions",
     "BenchRun",
     "BenchSummary",
+    "BucketParts",
     "ChatRenderer",
     "ChatSession",
     "ConfigError",

@@ -21,10 +21,14 @@ from ttftscope.bench.options import BenchOptions, TargetSpec
 from ttftscope.bench.runner import BenchRun, run_bench
 from ttftscope.client.endpoint import Endpoint
 from ttftscope.config.schema import GatewaySettings, UpstreamSettings, derive_metrics_url
+from ttftscope.findings import Diagnosis
 from ttftscope.gateway.serve import BackgroundGateway
 from ttftscope.localserver.model import model_dir
 from ttftscope.localserver.state import LocalServer
 from ttftscope.records import read_records_report
+from ttftscope.report.html import render_html
+from ttftscope.results.request_parts import REQUEST_PARTS
+from ttftscope.results.runs import load_runs
 from ttftscope.results.summaries import BenchSummary
 
 pytestmark = pytest.mark.e2e
@@ -101,3 +105,24 @@ def test_the_servers_metrics_were_sampled_and_aggregated(bench_run: BenchRun) ->
     gateway = next(v for v in s["servers"].values() if v["targets"] == ["gateway"])
     assert gateway["gateway"]["ttftscope_gateway_requests_total"] == PROMPTS // 2
     assert any(x.gateway.get("ttftscope_gateway_requests_total") for x in samples)
+
+
+def test_the_summary_has_per_bucket_parts_and_the_report_draws_them(
+    bench_run: BenchRun,
+) -> None:
+    """Schema 2's groups cover every measured request; the page has their table (or says
+    why not) and the slowest and the median request's waterfall."""
+    s = json.loads(bench_run.files.summary.read_text())
+    assert s["schema_version"] == 2
+    groups = s["parts_by_bucket"]
+    for name in ("direct", "gateway"):
+        mine = [g for g in groups if g["target"] == name]
+        assert sum(g["requests"] for g in mine) == s["targets"][name]["completed"]
+    for g in groups:
+        for part in REQUEST_PARTS:
+            sources = g[f"{part}_sources"]
+            assert set(sources) <= {"span", "histogram"}
+            assert sum(sources.values()) == g[f"{part}_requests"] <= g["requests"]
+    page = render_html(load_runs([bench_run.files.summary.parent]), Diagnosis(), generated="t")
+    assert "id='request-parts'" in page or "no request has its own parts" in page
+    assert 'id="waterfall"' in page and "slowest request: #" in page

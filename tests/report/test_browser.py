@@ -30,7 +30,7 @@ from ttftscope.findings import Diagnosis
 from ttftscope.report.html import write_report
 from ttftscope.results.runs import Run, load_runs
 
-PLOTS = ("ttft-cdf", "ttft-parts", "queue", "hit-rate", "tokenization")
+PLOTS = ("ttft-cdf", "ttft-parts", "queue", "hit-rate", "tokenization", "waterfall")
 
 
 def _diagnosis(runs: list[Run]) -> Diagnosis:

@@ -8,6 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from tests.report.fixtures import BenchDir, Parts, bench_records, probe_records, write_probe_dir
+from tests.results.traced import mixed
 from ttftscope.cli.report import report
 from ttftscope.results.runs import NoResults
 
@@ -54,3 +55,20 @@ def test_a_directory_without_results_is_an_error_naming_it(tmp_path: Path) -> No
 def test_at_least_one_directory_is_required() -> None:
     result = CliRunner().invoke(report, [])
     assert result.exit_code == 2 and "RESULT_DIR" in result.output
+
+
+def test_a_traced_bench_prints_its_per_request_parts_within_80_columns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("COLUMNS", "80")
+    BenchDir(records=mixed()).write(tmp_path / "traced")
+    result = CliRunner().invoke(report, [str(tmp_path / "traced")])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()[:-1]  # the last names the page's path
+    assert all(len(line) <= 80 for line in lines), max(lines, key=len)
+    assert "per-request TTFT parts (ms), traced" in result.output
+    (p50,) = [line.split() for line in lines if line.startswith(" 8K–16K")]
+    # gateway at 8K–16K: queue, prefill, front end, gateway, outside medians (ms)
+    assert p50 == ["8K–16K", "gateway", "5", "p50", "25.0", "115", "2.0", "2.5", "6.5"]

@@ -34,8 +34,8 @@ def _page(tmp_path: Path) -> str:
 def test_plotly_is_inlined_exactly_once_and_every_figure_calls_it(tmp_path: Path) -> None:
     page = _page(tmp_path)
     assert page.count(plotly.offline.get_plotlyjs()) == 1
-    assert page.count("Plotly.newPlot(") == 5
-    assert len(re.findall(r"<script\b", page)) == 6  # the library, then one per figure
+    assert page.count("Plotly.newPlot(") == 6
+    assert len(re.findall(r"<script\b", page)) == 7  # the library, then one per figure
 
 
 def test_nothing_is_loaded_from_the_network(tmp_path: Path) -> None:

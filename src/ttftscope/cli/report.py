@@ -15,7 +15,7 @@ from ttftscope.cli.doctor import records_diagnosis
 from ttftscope.cli.extras import require_extra
 from ttftscope.cli.options import cli_state
 from ttftscope.report.compare import comparisons
-from ttftscope.report.terminal import print_comparisons, print_diagnosis
+from ttftscope.report.terminal import print_comparisons, print_diagnosis, print_request_parts
 from ttftscope.results.runs import load_runs
 
 __all__ = ["default_out", "report"]
@@ -55,4 +55,5 @@ def report(ctx: click.Context, result_dirs: tuple[Path, ...], out: Path | None) 
     console.print("[bold]doctor[/] (what these records say):", highlight=False)
     print_diagnosis(found, console)
     print_comparisons(comparisons(runs), console)
+    print_request_parts(runs, console)
     click.echo(f"report: {path}")

@@ -1,4 +1,5 @@
-"""The report's plots (plotly figures): TTFT CDFs, parts by context size, timelines, scatter.
+"""The report's plots (plotly figures): TTFT CDFs, parts by context size, timelines, scatter,
+one request's waterfall.
 
 Every figure is built from the same series and breakdowns (``results.parts``) the doctor's rules
 judge, so a plot and a finding never disagree. A figure without data still renders, with a note
@@ -28,6 +29,7 @@ from ttftscope.report.style import (
     run_symbol,
 )
 from ttftscope.report.timeplots import hit_rate_figure, queue_figure
+from ttftscope.report.waterfall import waterfall_figure
 from ttftscope.results.parts import (
     PART_LABELS,
     PARTS,
@@ -250,11 +252,20 @@ _PLOTS: tuple[tuple[str, str, str], ...] = (
         "Per request: (server front end + client tokenization) / TTFT. The better the cache, "
         "the less prefill is left, and the more re-tokenizing the prompt dominates.",
     ),
+    (
+        "waterfall",
+        "One request, bar by bar: the slowest and the median",
+        "The client's phases (grey) from the record, then the trace's spans: the gateway's "
+        "stages (orange) and the server's (blue), all in ms from the start of the client's "
+        "work. A request without spans gets the server's parts from its record instead: "
+        "front end, queue, prefill placed to end at its first token (lengths measured, "
+        "position estimated).",
+    ),
 )
 
 
 # the CDF's legend sits beside it; several runs' bars and points need the page's width too
-_WIDE = ("ttft-cdf",)
+_WIDE = ("ttft-cdf", "waterfall")
 _WIDE_MANY = ("ttft-parts", "tokenization")
 
 
@@ -262,7 +273,7 @@ def report_plots(runs: Sequence[Run]) -> list[Plot]:
     """Every plot of the report, in reading order.
 
     >>> [p.key for p in report_plots([])]
-    ['ttft-cdf', 'ttft-parts', 'queue', 'hit-rate', 'tokenization']
+    ['ttft-cdf', 'ttft-parts', 'queue', 'hit-rate', 'tokenization', 'waterfall']
     """
     page = page_of(runs)
     figures = (
@@ -271,6 +282,7 @@ def report_plots(runs: Sequence[Run]) -> list[Plot]:
         queue_figure(page.runs, page.palette),
         hit_rate_figure(page.runs, page.palette),
         tokenization_scatter(page),
+        waterfall_figure(page.runs),
     )
     return [
         Plot(

@@ -21,7 +21,14 @@ from ttftscope.findings import Diagnosis, Finding
 from ttftscope.records import RequestRecord
 from ttftscope.report.compare import Comparison, comparisons, ms
 from ttftscope.report.figures import Plot, report_plots
-from ttftscope.results.parts import Buckets, hit_rate, split_series
+from ttftscope.results.parts import Buckets, hit_rate, latency_samples, split_series
+from ttftscope.results.request_parts import (
+    NO_PARTS,
+    REQUEST_PART_LABELS,
+    REQUEST_PARTS,
+    has_request_parts,
+    parts_by_bucket,
+)
 from ttftscope.results.runs import Run
 from ttftscope.stats import percentile
 
@@ -52,6 +59,7 @@ code { background: #f0f2f4; border-radius: 4px; padding: 0 4px; font-size: 90%; 
 table { border-collapse: collapse; font-size: 13px; margin-bottom: 20px; }
 th, td { padding: 4px 10px; border-bottom: 1px solid #e5e7ea; text-align: right; }
 th:first-child, td:first-child { text-align: left; }
+td.name { text-align: left; }
 tr.run th { text-align: left; padding-top: 10px; color: #59636e; font-weight: 600; }
 /* auto-fill, not auto-fit: a plot is drawn while the page is still parsed, and must get the
    width it keeps once the other cards exist */
@@ -156,6 +164,72 @@ def runs_table(runs: Sequence[Run]) -> str:
     return f"<table><tr>{head}</tr>\n" + "\n".join(rows) + "</table>" + (note if failed else "")
 
 
+_PARTS_NOTE = (
+    "ms per request: p50 / p90 over the requests that had the part, then how many had it and "
+    "where their values came from (span: the request's own trace; histogram: a /metrics "
+    "delta, exact only when one request ran at a time). Outside the server = client TTFT − "
+    "server TTFT, so it includes the gateway's own work."
+)
+
+
+def _parts_cells(group: dict[str, object]) -> str:
+    cells = []
+    for part in REQUEST_PARTS:
+        p50, p90 = group.get(f"median_{part}_ms"), group.get(f"p90_{part}_ms")
+        found = group.get(f"{part}_sources")
+        sources: dict[str, int] = found if isinstance(found, dict) else {}
+        told = ", ".join(f"{n:,} {k}" for k, n in sorted(sources.items(), reverse=True))
+        if not isinstance(p50, float | int) or not isinstance(p90, float | int):
+            cells.append("<td>–</td>")
+            continue
+        cells.append(
+            f"<td>{ms(p50)} / {ms(p90)}<br><span class='notes'>{html.escape(told)}</span></td>"
+        )
+    return "".join(cells)
+
+
+_KINDS = ("name", "name", "count")
+
+
+def request_parts_html(runs: Sequence[Run]) -> str:
+    """Per run, context bucket and target: p50 / p90 of each part and how many requests had
+    it from which source; a run without per-request parts says so.
+
+    >>> request_parts_html([])
+    ''
+    """
+    head = "".join(f"<th>{h}</th>" for h in ("context tokens", "target", "requests"))
+    head += "".join(f"<th>{REQUEST_PART_LABELS[p]}<br>p50 / p90</th>" for p in REQUEST_PARTS)
+    rows, missing = [], []
+    for run in runs:
+        groups = parts_by_bucket(latency_samples(run.records, run.kind), run.kind)
+        if not has_request_parts(groups):
+            missing.append(f"<p class='notes'>{html.escape(run.label)}: {_text(NO_PARTS)}.</p>")
+            continue
+        if len(runs) > 1:
+            rows.append(f"<tr class='run'><th colspan='8'>{html.escape(run.label)}</th></tr>")
+        for g in groups:
+            cells = (str(g["context"]), str(g["target"]), f"{g['requests']:,}")
+            rows.append(
+                "<tr>"
+                + "".join(
+                    f"<td class='{k}'>{html.escape(c)}</td>"
+                    for k, c in zip(_KINDS, cells, strict=True)
+                )
+                + _parts_cells(g)
+                + "</tr>"
+            )
+    if not rows and not missing:
+        return ""
+    table = (
+        f"<table id='request-parts'><tr>{head}</tr>\n" + "\n".join(rows) + "</table>"
+        f"<p class='notes'>{_text(_PARTS_NOTE)}</p>"
+        if rows
+        else ""
+    )
+    return "<h2>Per-request parts, by context size and target</h2>" + table + "".join(missing)
+
+
 def _plot_html(plot: Plot) -> str:
     div = plot.figure.to_html(
         full_html=False, include_plotlyjs=False, div_id=plot.key, config=_CONFIG
@@ -192,6 +266,7 @@ def render_html(runs: Sequence[Run], diagnosis: Diagnosis, *, generated: str | N
         f"<body><h1>Where time to first token goes</h1>"
         f'<div class="sub">{_text(_subtitle(runs, generated))}</div>'
         f"{diagnosis_html(diagnosis, comparisons(runs))}{runs_table(runs)}"
+        f"{request_parts_html(runs)}"
         f'<div class="grid">{plots}</div>'
         + (f'<h2>Notes</h2><ul class="notes">{notes_html}</ul>' if notes else "")
         + "</body></html>\n"

@@ -1,5 +1,7 @@
 """Rich output for the terminal: a breakdown that fits 80 columns (every column with ``wide``),
-the doctor's diagnosis (``doctor`` and ``report`` print it the same way) and measured A/Bs.
+the doctor's diagnosis (``doctor`` and ``report`` print it the same way), measured A/Bs and
+each bench run's per-request parts by context bucket and target (or the run-wide histogram means
+when no request had its own).
 
 Medians are taken part by part over warm requests, so they need not add up to the TTFT
 median; the table says so in a footnote rather than pretending otherwise.
@@ -17,7 +19,12 @@ from rich.markup import escape
 from rich.table import Table
 
 from ttftscope.findings import Diagnosis, Finding
-from ttftscope.report.compare import Comparison
+from ttftscope.report.compare import Comparison, ms
+from ttftscope.results.parts import PART_LABELS, latency_samples
+from ttftscope.results.parts_table import PARTS_FOOTNOTE, parts_table
+from ttftscope.results.request_parts import NO_PARTS, has_request_parts, parts_by_bucket
+from ttftscope.results.runs import Run
+from ttftscope.results.servers import server_figures
 
 # (header, summary key) of the columns every table shows, then those only the wide one adds.
 _NARROW: tuple[tuple[str, str], ...] = (
@@ -246,3 +253,33 @@ def print_comparisons(found: Sequence[Comparison], console: Console) -> None:
     """
     for c in found:
         _hanging(console, "measured: ", f"{c.subject}: {c.text}")
+
+
+def print_request_parts(runs: Sequence[Run], console: Console) -> None:
+    """Each bench run's per-request parts by context bucket and target, p50/p90 and sources;
+    a run without them says so and shows its servers' run-wide histogram means instead.
+    Probes are left out: ``ttftscope probe`` printed their medians by size and variant.
+
+    >>> import io; out = io.StringIO(); c = Console(file=out, width=80, color_system=None)
+    >>> print_request_parts([], c); out.getvalue()
+    ''
+    """
+    shown = False
+    for run in runs:
+        if run.kind != "bench":  # a probe printed its own table; the page has it too
+            continue
+        groups = parts_by_bucket(latency_samples(run.records, run.kind), run.kind)
+        if has_request_parts(groups):
+            console.print()
+            console.print(parts_table(groups, f"per-request TTFT parts (ms), {run.label}"))
+            shown = True
+            continue
+        _hanging(console, "", f"{run.label}: {NO_PARTS}", "dim")
+        for server in server_figures(run):
+            if server.breakdown is not None:
+                means = ", ".join(
+                    f"{PART_LABELS[part]} {ms(value)}" for part, value in server.breakdown.parts
+                )
+                _hanging(console, "  ", f"run-wide means (ms), {server.name}: {means}")
+    if shown:
+        _hanging(console, "", PARTS_FOOTNOTE, "dim")

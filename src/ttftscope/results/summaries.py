@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ttftscope.client.apis import Api
 
-__all__ = ["BenchSummary", "Figures", "ProbeSummaryHead", "shard_position"]
+__all__ = ["BenchSummary", "BucketParts", "Figures", "ProbeSummaryHead", "shard_position"]
 
 Num = float | None
 _SHARD = re.compile(r"\s*(\d{1,6})\s*/\s*(\d{1,6})\s*")
@@ -97,11 +97,32 @@ class Figures(BaseModel):
     peak_waiting: Num = None  # a target's: the queue of the server behind it
 
 
+class BucketParts(BaseModel):
+    """One context bucket and target of ``parts_by_bucket`` (schema 2): per-request parts.
+
+    Per part (``queue``, ``prefill``, ``server_frontend``, ``gateway``, ``outside_server``)
+    the extra keys ``median_/p90_{part}_ms``, ``{part}_requests`` and ``{part}_sources``
+    (requests per source: ``span``, ``histogram``); see ``results.request_parts``.
+
+    >>> BucketParts.model_validate({"context": "8K–16K", "median_queue_ms": 2.0}).context
+    '8K–16K'
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    context_tokens: int | None = None
+    context: str | None = None
+    target: str | None = None
+    requests: int | None = None
+
+
 class BenchSummary(Figures):
     """``bench-summary.json``: ``vllm bench serve``'s flat keys plus the servers' figures.
 
     Every field is optional when read: a report shows what a summary has. The
-    ``server_mean_*`` parts are histogram sums over counts of the whole run.
+    ``server_mean_*`` parts are histogram sums over counts of the whole run; schema 2 adds
+    ``parts_by_bucket``, the per-request parts by context bucket and target (empty when no
+    request had its own, and in summaries of schema 1).
 
     >>> s = BenchSummary.model_validate({"completed": 10, "server_mean_queue_ms": 4.5})
     >>> s.completed, s.server_mean_queue_ms, s.targets
@@ -133,6 +154,7 @@ class BenchSummary(Figures):
     failures: dict[str, dict[str, Any]] = Field(default_factory=dict)
     targets: dict[str, Figures] = Field(default_factory=dict)
     servers: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    parts_by_bucket: list[BucketParts] = Field(default_factory=list)
 
     @classmethod
     def validate_written(cls, data: Mapping[str, Any]) -> BenchSummary:

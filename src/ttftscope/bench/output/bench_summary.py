@@ -5,7 +5,9 @@ Latency statistics come from measured, successful requests only: warmups and fai
 (``completed``, ``failed``, ``duration``, ``request_throughput``, ``mean_/median_/std_/pNN_``
 of ``ttft``, ``tpot``, ``itl`` and ``e2el`` in ms), then ours: the servers' per-part means
 from histogram deltas, prefix hit rate, queue peak and mean, the share of requests that
-met a waiting queue, and whether rate limiting contaminated the run. Milliseconds are
+met a waiting queue, whether rate limiting contaminated the run, and (schema 2) the
+per-request parts by context bucket and target (``parts_by_bucket``: median, p90, how many
+requests had each part and from which source). Milliseconds are
 rounded to 3 decimals, rates and shares to 4. The schema, which reports read too, is
 :class:`~ttftscope.results.summaries.BenchSummary`.
 """
@@ -20,10 +22,12 @@ from typing import Any
 from ttftscope.bench.observe.servers import ServerParts, combined_keys, parts_by_source, pword
 from ttftscope.errors import FailureKind
 from ttftscope.records import RequestRecord, failure_tally
+from ttftscope.results.request_parts import parts_by_bucket
 from ttftscope.results.summaries import BenchSummary
 from ttftscope.stats import percentile
 
-SUMMARY_SCHEMA_VERSION = 1
+# 2: parts_by_bucket, the per-request parts by context bucket and target (1 had none)
+SUMMARY_SCHEMA_VERSION = 2
 CONTAMINATION_SHARE = 0.01  # more than 1% of requests rate limited: the run is not clean
 METRICS = ("ttft", "tpot", "itl", "e2el")
 CONTAMINATION_ADVICE = (
@@ -147,6 +151,7 @@ def summarize_bench(facts: RunFacts) -> dict[str, Any]:
         for name in facts.targets
     }
     out["servers"] = parts_by_source(facts.servers)
+    out["parts_by_bucket"] = parts_by_bucket([r for r in measured if r.ok], "bench")
     data: dict[str, Any] = rounded(out)
     BenchSummary.validate_written(data)  # a summary that breaks its schema is a bug: fail here
     return data

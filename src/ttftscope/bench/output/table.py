@@ -2,7 +2,9 @@
 
 The title names the run, the model and the API the requests spoke; the rows: completed,
 failed, requests per second, TTFT p50 and p99, TPOT p50 (ms) and the peak of the waiting
-queue of the server behind the target. The summary JSON holds every figure.
+queue of the server behind the target. Then the per-request parts by context bucket and
+target (``results.parts_table``), or, when no request had its own, a line that says so with
+the run-wide means from the servers' histograms. The summary JSON holds every figure.
 """
 
 from __future__ import annotations
@@ -14,6 +16,9 @@ from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+
+from ttftscope.results.parts_table import PARTS_FOOTNOTE, parts_table
+from ttftscope.results.request_parts import NO_PARTS, has_request_parts
 
 _COLUMNS: tuple[tuple[str, str], ...] = (
     ("done", "completed"),
@@ -82,9 +87,44 @@ def print_bench_summary(summary: Mapping[str, Any], console: Console) -> None:
             f"{escape(str(summary.get('contamination_advice') or ''))}",
             highlight=False,
         )
+    print_bench_parts(summary, console)
     if summary.get("cancelled"):
         console.print(
             f"{summary['cancelled']} request(s) in flight at the end of --duration were "
             "cancelled (not counted)",
             highlight=False,
+        )
+
+
+_MEANS = (
+    ("queue", "server_mean_queue_ms"),
+    ("prefill", "server_mean_prefill_ms"),
+    ("front end", "server_mean_frontend_ms"),
+)
+
+
+def print_bench_parts(summary: Mapping[str, Any], console: Console) -> None:
+    """Per-request parts by context bucket and target, or why there are none and the
+    run-wide histogram means instead.
+
+    >>> import io; out = io.StringIO()
+    >>> print_bench_parts({"server_mean_queue_ms": 4.5}, Console(file=out, width=80))
+    >>> print(out.getvalue().strip().splitlines()[-1])
+    run-wide means from /metrics histograms: queue 4.5 ms
+    """
+    groups: list[Mapping[str, Any]] = list(summary.get("parts_by_bucket") or [])
+    if has_request_parts(groups):
+        console.print()
+        console.print(parts_table(groups, "per-request TTFT parts (ms)"))
+        console.print(PARTS_FOOTNOTE, highlight=False, style="dim")
+        return
+    console.print(f"per-request parts: {NO_PARTS}", highlight=False, style="dim")
+    means = [
+        f"{name} {_cell(key, summary.get(key))} ms"
+        for name, key in _MEANS
+        if summary.get(key) is not None
+    ]
+    if means:
+        console.print(
+            "run-wide means from /metrics histograms: " + ", ".join(means), highlight=False
         )
