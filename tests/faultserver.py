@@ -29,6 +29,13 @@ Scenarios (chat and completions unless noted):
                   gets that one (on /v1/messages and /v1/responses: all but the odd answers):
                   an upstream that passes the gateway's probe (of ``models[0]``), then fails
 
+A request (any scenario, every POST API) for a model named ``hold_headers``, ``hold_body`` or
+``hold_stream`` (list it in ``FaultOptions.models``) is held: before its headers (vLLM
+generating a whole answer), after its headers and part of a JSON body, or after a stream's
+first events, for ``FaultOptions.hold_s``, then finished. Each hold is put on
+``FaultServer.holds`` as it begins; its ``closed`` event is set when the gateway closes the
+connection first (the way it makes vLLM abort).
+
 ``GET /{scenario}/health`` answers 200 and ``GET /{scenario}/version`` vLLM's version
 (``FaultOptions.version``; None: 404), so it stands in for a local vLLM in tests. Like vLLM,
 usage counts the token ids a request sends (``kv_transfer_params.prompt_token_ids`` on chat,
@@ -42,6 +49,9 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import queue
+import threading
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,6 +61,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
 
 from ttftscope.threadserver import ThreadServer
 
@@ -69,6 +80,7 @@ class FaultOptions:
     cached_tokens: int | None = 8
     version: str | None = "0.32.0"
     answer_depth: int = 1000
+    hold_s: float = 60.0
 
 
 @dataclass
@@ -82,6 +94,17 @@ class CapturedRequest:
         return json.loads(self.body)
 
 
+@dataclass
+class Hold:
+    """A request the server holds; ``closed`` is set if the client closes it first."""
+
+    model: str
+    path: str
+    started_at: float = field(default_factory=time.monotonic)
+    closed: threading.Event = field(default_factory=threading.Event)
+    closed_at: float = 0.0
+
+
 class DropConnection(Exception):
     """Raised inside a streaming body: uvicorn then closes the socket mid-response."""
 
@@ -92,6 +115,7 @@ class FaultServer(ThreadServer):
     def __init__(self, options: FaultOptions | None = None) -> None:
         self.options = options or FaultOptions()
         self.requests: list[CapturedRequest] = []
+        self.holds: queue.Queue[Hold] = queue.Queue()
         super().__init__(_app(self), name="fault server", http="h11")
 
     @property
@@ -168,6 +192,8 @@ def _app(srv: FaultServer) -> Starlette:
         scenario = request.path_params["scenario"]
         kind = "chat" if request.url.path.endswith("/chat/completions") else "completions"
         payload = _payload(body)
+        if (held := _held(srv, request.url.path, payload, kind)) is not None:
+            return held
         if scenario == "by_model":
             scenario = _by_model(payload, _BY_MODEL) or scenario
         if scenario == "slow_headers":
@@ -213,11 +239,13 @@ def _app(srv: FaultServer) -> Starlette:
 
     async def agent_api(request: Request) -> Response:
         payload = _payload(await capture(request))
+        kind = "messages" if request.url.path.endswith("/messages") else "responses"
+        if (held := _held(srv, request.url.path, payload, kind)) is not None:
+            return held
         if request.path_params["scenario"] == "by_model" and _by_model(payload, _SHAPE_FAULTS):
             return _shape_fault(_by_model(payload, _SHAPE_FAULTS))
         ids = _sent_ids(payload)
         n = opts.prompt_tokens if ids is None else len(ids)
-        kind = "messages" if request.url.path.endswith("/messages") else "responses"
         text = "".join(opts.content)
         stream = payload.get("stream") is True
         if _by_model(payload, {"vllm_bools"}):
@@ -244,6 +272,67 @@ def _app(srv: FaultServer) -> Starlette:
             Route("/{rest:path}", not_found, methods=["GET", "POST"]),
         ]
     )
+
+
+_HOLDS = {"hold_headers", "hold_body", "hold_stream"}
+
+
+def _held(srv: FaultServer, path: str, payload: Any, kind: str) -> Response | None:
+    """The held answer to a request for one of the ``hold_*`` models, else None."""
+    model = _by_model(payload, _HOLDS)
+    if not model:
+        return None
+    if model == "hold_stream":
+        parts = _stream_parts(srv.options, kind, model) if kind in ("chat", "completions") else []
+        parts = parts or _agent_stream(kind, "".join(srv.options.content), 1)
+        return _Held(srv, Hold(model, path), "text/event-stream", parts[:2], parts[2:])
+    if kind in ("chat", "completions"):
+        raw = json.dumps(_full_answer(srv.options, kind, model)).encode()
+    else:
+        raw = json.dumps(_agent_answer(kind, "".join(srv.options.content), 1)).encode()
+    first = [raw[:10]] if model == "hold_body" else None
+    return _Held(srv, Hold(model, path), "application/json", first, [raw[10:] if first else raw])
+
+
+class _Held(Response):
+    """Sends ``first`` (None: not even the headers), holds, then sends ``rest``: unless the
+    client closes the connection meanwhile, which the hold records."""
+
+    def __init__(
+        self,
+        srv: FaultServer,
+        hold: Hold,
+        media_type: str,
+        first: list[bytes] | None,
+        rest: list[bytes],
+    ) -> None:
+        super().__init__()
+        self.srv, self.hold, self.first, self.rest = srv, hold, first, rest
+        self.held_type = media_type
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        # no Content-Length: the body goes chunked, as vLLM's answers do
+        headers = [(b"content-type", self.held_type.encode())]
+        head = {"type": "http.response.start", "status": 200, "headers": headers}
+        if self.first is not None:
+            await send(head)
+            for part in self.first:
+                await send({"type": "http.response.body", "body": part, "more_body": True})
+        self.srv.holds.put(self.hold)
+        try:
+            async with asyncio.timeout(self.srv.options.hold_s):
+                # the body is read: receive() answers only when the client closes
+                while (await receive())["type"] != "http.disconnect":
+                    pass
+        except TimeoutError:  # held to the end: the answer goes out as if generated
+            if self.first is None:
+                await send(head)
+            for part in self.rest:
+                await send({"type": "http.response.body", "body": part, "more_body": True})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        self.hold.closed_at = time.monotonic()
+        self.hold.closed.set()
 
 
 _STATUS_FAULTS = {"rate_limited", "server_error", "unauthorized"}

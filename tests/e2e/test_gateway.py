@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
+import socket
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +19,7 @@ import pytest
 
 from tests.faultserver import FaultServer
 from tests.gateway.gatewayserver import GatewayServer
+from tests.gatewaymetrics import gateway_metric
 from ttftscope.agenttext import agent_turn
 from ttftscope.config.schema import GatewaySettings, UpstreamSettings
 from ttftscope.localserver.install import vllm_home
@@ -193,21 +196,82 @@ def test_a_client_that_disconnects_cancels_the_upstream_request(
         "ignore_eos": True,
         "stream": True,
     }
+    left = gateway_metric(gateway.port, _LEFT, phase="mid_stream")
+    before = _vllm_metric(vllm, "vllm:generation_tokens_total")
     with httpx.stream("POST", gateway.base_url + "/chat/completions", json=body, timeout=60) as r:
         for _ in r.iter_raw():
             break  # the first bytes arrived: generation runs; hang up
-    deadline = time.monotonic() + 30
-    running = 1.0
-    while time.monotonic() < deadline:
-        metrics = httpx.get(vllm.root_url + "/metrics").text
-        running = sum(
-            float(m)
-            for m in re.findall(r"^vllm:num_requests_running\{[^}]*\} (\S+)$", metrics, re.M)
-        )
-        if running == 0:
-            break
-        time.sleep(0.2)
-    assert running == 0  # 4,000 tokens would take far longer than this wait
+    seconds = _until_idle(vllm)
+    generated = _vllm_metric(vllm, "vllm:generation_tokens_total") - before
+    print(f"stream: vLLM idle {seconds:.2f} s after the client left, {generated:.0f} tokens")
+    assert generated < 4000  # aborted: with ignore_eos a finished request makes them all
+    assert gateway_metric(gateway.port, _LEFT, phase="mid_stream") == left + 1
+
+
+_LEFT = "ttftscope_gateway_client_disconnects_total"
+_LONG = 8000  # tokens (ignore_eos): far more than are made before the client leaves
+
+
+@pytest.mark.parametrize("path", ["/chat/completions", "/completions", "/responses"])
+def test_a_client_that_leaves_a_whole_answer_aborts_it_in_vllm(
+    gateway: GatewayServer, vllm: LocalServer, path: str
+) -> None:
+    """Not streamed: vLLM sends nothing until the answer is whole, so before this the
+    gateway waited for it (or for ``timeout_seconds``) after the client had gone."""
+    if path == "/chat/completions":
+        body: dict[str, Any] = {"messages": [{"role": "user", "content": "go on"}]}
+        body["max_tokens"] = _LONG
+    elif path == "/completions":
+        body = {"prompt": "Once upon a time", "max_tokens": _LONG}
+    else:
+        body = {"input": "go on", "max_output_tokens": _LONG, "store": False}
+    body |= {"model": vllm.model, "ignore_eos": True, "stream": False}
+    left = gateway_metric(gateway.port, _LEFT, phase="before_answer")
+    gone = gateway_metric(gateway.port, "ttftscope_gateway_requests_total", status="499")
+    before = _vllm_metric(vllm, "vllm:generation_tokens_total")
+    with _send(gateway.port, "/v1" + path, body):
+        # this request is generating (a verification request makes one token at most)
+        _wait_for(lambda: _vllm_metric(vllm, "vllm:generation_tokens_total") - before >= 16)
+    seconds = _until_idle(vllm)
+    generated = _vllm_metric(vllm, "vllm:generation_tokens_total") - before
+    print(f"{path}: vLLM idle {seconds:.2f} s after the client left, {generated:.0f} tokens")
+    assert generated < _LONG  # aborted: with ignore_eos a finished request makes them all
+    assert gateway_metric(gateway.port, _LEFT, phase="before_answer") == left + 1
+    assert gateway_metric(gateway.port, "ttftscope_gateway_requests_total", status="499") == (
+        gone + 1
+    )
+
+
+def _send(port: int, path: str, body: dict[str, Any]) -> socket.socket:
+    """A client that has sent its whole request (closing the socket leaves)."""
+    data = json.dumps(body).encode()
+    head = (
+        f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(data)}\r\n\r\n"
+    ).encode()
+    sock = socket.create_connection(("127.0.0.1", port), timeout=60)
+    sock.sendall(head + data)
+    return sock
+
+
+def _vllm_metric(vllm: LocalServer, name: str) -> float:
+    """``name`` summed over its labels on vLLM's ``/metrics``."""
+    text = httpx.get(vllm.root_url + "/metrics", timeout=30).text
+    return sum(float(m) for m in re.findall(rf"^{name}(?:{{[^}}]*}})? (\S+)$", text, re.M))
+
+
+def _wait_for(done: Callable[[], bool], within_s: float = 60.0) -> float:
+    """Seconds until ``done()`` (checked every 0.1 s); fails after ``within_s``."""
+    t0 = time.monotonic()
+    while not done():
+        assert time.monotonic() - t0 < within_s, f"not within {within_s:g} s"
+        time.sleep(0.1)
+    return time.monotonic() - t0
+
+
+def _until_idle(vllm: LocalServer) -> float:
+    """Seconds until vLLM runs no request (a generation that went on would take minutes)."""
+    return _wait_for(lambda: _vllm_metric(vllm, "vllm:num_requests_running") == 0, 30.0)
 
 
 def test_64_concurrent_streaming_conversations(gateway: GatewayServer, vllm: LocalServer) -> None:

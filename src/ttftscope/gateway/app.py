@@ -128,4 +128,5 @@ def create_app(settings: GatewaySettings, *, env: Mapping[str, str] | None = Non
         "/v1/messages/count_tokens": bound(count_tokens),
         "/v1/responses": bound(responses),
     }
-    return HotPath(app, hot, method_not_allowed)
+    left = gateway.metrics.client_disconnects
+    return HotPath(app, hot, method_not_allowed, on_left=lambda phase: left.labels(phase).inc())

@@ -1,10 +1,10 @@
 """The gateway's hot path as plain ASGI: the POST routes skip Starlette's machinery.
 
-A request to ``/v1/chat/completions`` or ``/v1/completions`` is read, answered and
-streamed here directly; every other request (models, health, metrics, 404s, lifespan)
-goes to the Starlette app. Starlette's ``Request``, routing and ``StreamingResponse``
-(a task group per stream) cost a few hundred microseconds per request, a good share of
-the ~1 ms a Python hop may add.
+A request to one of the POST routes is read, answered and streamed here directly, and
+ended when its client leaves (:class:`Watch`); every other request (models, health,
+metrics, 404s, lifespan) goes to the Starlette app. Starlette's ``Request``, routing and
+``StreamingResponse`` (a task group per stream) cost a few hundred microseconds per
+request, a good share of the ~1 ms a Python hop may add.
 
 >>> header([(b"authorization", b"Bearer k")], "authorization")
 'Bearer k'
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping
-from typing import Any
+from typing import Any, Literal
 
 from starlette.responses import Response, StreamingResponse
 
@@ -23,6 +23,8 @@ Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+# when a client left: before its answer began (counted 499), or during its stream
+Phase = Literal["before_answer", "mid_stream"]
 
 
 class ClientGone(Exception):
@@ -69,50 +71,83 @@ async def read_body(receive: Receive, limit: int) -> bytes:
             return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
-async def send_response(response: Response, send: Send, receive: Receive) -> None:
-    """Send a Starlette response ourselves (a stream watches for the client leaving)."""
+class Watch:
+    """Watches one request for its client leaving, from the moment its body has been read.
+
+    Uvicorn does not cancel a handler whose client disconnects: without this, a request
+    waiting on vLLM's headers or reading a whole answer would hold vLLM's work until it ended
+    or timed out. :meth:`receive` is the handler's receive; once it has passed on the body's
+    last part, one task waits on the channel (which then only says the client left) and
+    cancels the request's task: whatever it awaits (an encode, the upstream's headers, its
+    body, the next stream chunk) stops, and the upstream connection closes, so vLLM aborts.
+
+    >>> async def client_leaves() -> bool:
+    ...     said = iter([{"type": "http.request", "body": b"{}"}, {"type": "http.disconnect"}])
+    ...     async def receive() -> Message:
+    ...         return next(said)
+    ...     watch = Watch(receive)
+    ...     _ = await watch.receive()  # the body: watching starts
+    ...     try:
+    ...         await asyncio.sleep(60)  # waiting on the upstream
+    ...     except asyncio.CancelledError:
+    ...         return watch.left
+    ...     return False
+    >>> asyncio.run(client_leaves())
+    True
+    """
+
+    def __init__(self, receive: Receive) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self.left = False
+        self._task, self._receive = task, receive
+        self._done = False
+        self._watcher: asyncio.Task[None] | None = None
+
+    async def receive(self) -> Message:
+        message = await self._receive()
+        last = message["type"] == "http.request" and not message.get("more_body", False)
+        if last and self._watcher is None:  # from here on receive() waits for a disconnect
+            self._watcher = asyncio.get_running_loop().create_task(self._watch())
+        return message
+
+    async def _watch(self) -> None:
+        while (await self._receive())["type"] != "http.disconnect":
+            pass
+        if not self._done:
+            self.left = True
+            self._task.cancel()
+
+    def stop(self) -> None:
+        """The response is sent, or about to be: a disconnect from here on changes nothing."""
+        self._done = True
+        if self._watcher is not None:
+            self._watcher.cancel()
+
+
+async def send_response(response: Response, send: Send, watch: Watch) -> None:
+    """Send a Starlette response ourselves; a stream stops when its client leaves."""
     start = {
         "type": "http.response.start",
         "status": response.status_code,
         "headers": response.raw_headers,
     }
-    await send(start)
-    if isinstance(response, StreamingResponse):
-        await _stream(response, send, receive)
-    else:
+    if not isinstance(response, StreamingResponse):
+        watch.stop()
+        await send(start)
         await send({"type": "http.response.body", "body": response.body})
-
-
-async def _stream(response: StreamingResponse, send: Send, receive: Receive) -> None:
-    task = asyncio.current_task()
-    assert task is not None
-    state = {"done": False, "gone": False}
-
-    async def watch() -> None:
-        # after the request body, receive() returns only when the client goes away
-        while (await receive())["type"] != "http.disconnect":
-            pass
-        if not state["done"]:
-            state["gone"] = True
-            task.cancel()  # stop waiting on the upstream now: closing it aborts vLLM's work
-
-    watcher = asyncio.ensure_future(watch())
+        return
+    await send(start)
     chunks = response.body_iterator
     try:
-        try:
-            async for chunk in chunks:
-                await send({"type": "http.response.body", "body": chunk, "more_body": True})
-        finally:
-            state["done"] = True
-            watcher.cancel()
-            aclose = getattr(chunks, "aclose", None)
-            if aclose is not None:
-                await aclose()
-        await send({"type": "http.response.body", "body": b"", "more_body": False})
-    except asyncio.CancelledError:
-        if not state["gone"]:
-            raise
-        task.uncancel()
+        async for chunk in chunks:
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+    finally:
+        watch.stop()
+        aclose = getattr(chunks, "aclose", None)
+        if aclose is not None:  # the relay's own cleanup: the upstream closes unless read out
+            await aclose()
+    await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 class HotPath:
@@ -123,10 +158,12 @@ class HotPath:
         fallback: Any,
         routes: Mapping[str, Callable[[Scope, Receive], Awaitable[Response]]],
         method_not_allowed: Callable[[str, str], Response],
+        on_left: Callable[[Phase], None] = lambda phase: None,
     ) -> None:
         self.fallback = fallback
         self.routes = routes
         self.method_not_allowed = method_not_allowed
+        self.on_left = on_left
 
     @property
     def state(self) -> Any:
@@ -138,8 +175,21 @@ class HotPath:
         if handler is None:
             await self.fallback(scope, receive, send)
             return
-        if scope["method"] != "POST":
-            response = self.method_not_allowed(scope["method"], scope["path"])
-        else:
-            response = await handler(scope, receive)
-        await send_response(response, send, receive)
+        watch = Watch(receive)
+        phase: Phase = "before_answer"
+        try:
+            if scope["method"] != "POST":
+                response = self.method_not_allowed(scope["method"], scope["path"])
+            else:
+                response = await handler(scope, watch.receive)
+            phase = "mid_stream"
+            await send_response(response, send, watch)
+        except asyncio.CancelledError:
+            if not watch.left:
+                raise
+            task = asyncio.current_task()
+            assert task is not None
+            task.uncancel()  # ours, not the server's: the request ends here, quietly
+            self.on_left(phase)
+        finally:
+            watch.stop()

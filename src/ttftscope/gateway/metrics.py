@@ -31,6 +31,14 @@ class GatewayMetrics:
             ["route", "upstream", "mode", "status"],
             registry=r,
         )
+        self.client_disconnects = Counter(
+            p + "client_disconnects",
+            "Clients that left after sending their request: before its answer began (counted "
+            "in requests_total as 499) or during its stream; the upstream request, if any, "
+            "was closed (vLLM aborts it)",
+            ["phase"],
+            registry=r,
+        )
         self.tokenize_seconds = Histogram(
             p + "tokenize_seconds",
             "Render + incremental encode per request",

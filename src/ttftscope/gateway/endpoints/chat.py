@@ -6,6 +6,7 @@ translated to ``/v1/completions`` where that answers exactly (``translate``).
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import orjson
@@ -41,6 +42,9 @@ async def chat_completions(gw: Gateway, scope: Scope, receive: Receive) -> Respo
         response = openai_error(exc.status, exc.message, headers=exc.headers)
     except ClientGone:
         response = Response(status_code=499)
+    except asyncio.CancelledError:  # the client left (asgi.Watch): counted, then ended
+        gw.count("chat", up, mode, Response(status_code=499))
+        raise
     except Exception:
         response = internal_error("openai", "chat")
     return gw.count("chat", up, mode, response)

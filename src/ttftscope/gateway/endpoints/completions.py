@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from starlette.responses import Response
 
 from ttftscope.gateway.apierrors import openai_error
@@ -42,6 +44,9 @@ async def completions(gw: Gateway, scope: Scope, receive: Receive) -> Response:
         response = openai_error(exc.status, exc.message, headers=exc.headers)
     except ClientGone:
         response = Response(status_code=499)
+    except asyncio.CancelledError:  # the client left (asgi.Watch): counted, then ended
+        gw.count("completions", up, mode, Response(status_code=499))
+        raise
     except Exception:
         response = internal_error("openai", "completions")
     return gw.count("completions", up, mode, response)

@@ -14,6 +14,7 @@ asked of the upstream.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import orjson
@@ -63,6 +64,9 @@ async def count_tokens(gw: Gateway, scope: Scope, receive: Receive) -> Response:
         response = anthropic_error(exc.status, exc.message, headers=exc.headers)
     except ClientGone:
         response = Response(status_code=499)
+    except asyncio.CancelledError:  # the client left (asgi.Watch): counted, then ended
+        gw.count("count_tokens", up, mode, Response(status_code=499))
+        raise
     except Exception:
         response = internal_error("anthropic", "count_tokens")
     return gw.count("count_tokens", up, mode, response)

@@ -10,6 +10,7 @@ calls, stop reasons, events). The endpoint supplies the conversion to vLLM's cha
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from starlette.responses import Response
@@ -49,6 +50,9 @@ async def serve_native(
         response = error_response(fmt, exc.status, exc.message, headers=exc.headers)
     except ClientGone:
         response = Response(status_code=499)
+    except asyncio.CancelledError:  # the client left (asgi.Watch): counted, then ended
+        gw.count(api, up, mode, Response(status_code=499))
+        raise
     except Exception:
         response = internal_error(fmt, api)
     return gw.count(api, up, mode, response)
