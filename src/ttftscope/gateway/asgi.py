@@ -18,6 +18,10 @@ from typing import Any
 
 from starlette.responses import Response, StreamingResponse
 
+from ttftscope.gateway.hoptrace import CURRENT, begin
+from ttftscope.tracing.emit import SpanEmitter
+from ttftscope.tracing.names import GATEWAY_SERVICE
+
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -116,17 +120,24 @@ async def _stream(response: StreamingResponse, send: Send, receive: Receive) -> 
 
 
 class HotPath:
-    """ASGI app: ``routes`` (path → handler) served directly, the rest by ``fallback``."""
+    """ASGI app: ``routes`` (path → handler) served directly, the rest by ``fallback``.
+
+    Each routed request's trace headers go on to the upstream; with an ``emitter`` the
+    request is also traced (:mod:`~ttftscope.gateway.hoptrace`), its spans emitted once the
+    answer is sent.
+    """
 
     def __init__(
         self,
         fallback: Any,
         routes: Mapping[str, Callable[[Scope, Receive], Awaitable[Response]]],
         method_not_allowed: Callable[[str, str], Response],
+        emitter: SpanEmitter | None = None,
     ) -> None:
         self.fallback = fallback
         self.routes = routes
         self.method_not_allowed = method_not_allowed
+        self.emitter = emitter
 
     @property
     def state(self) -> Any:
@@ -139,7 +150,20 @@ class HotPath:
             await self.fallback(scope, receive, send)
             return
         if scope["method"] != "POST":
-            response = self.method_not_allowed(scope["method"], scope["path"])
-        else:
+            refusal = self.method_not_allowed(scope["method"], scope["path"])
+            await send_response(refusal, send, receive)
+            return
+        hop = begin(scope["headers"], on=self.emitter is not None)
+        if hop is None:  # tracing off, no trace headers: nothing more than before
+            await send_response(await handler(scope, receive), send, receive)
+            return
+        token = CURRENT.set(hop)
+        status = 500
+        try:
             response = await handler(scope, receive)
-        await send_response(response, send, receive)
+            status = response.status_code
+            await send_response(response, send, receive)
+        finally:
+            CURRENT.reset(token)
+            if hop.ctx is not None and self.emitter is not None:
+                self.emitter.emit(GATEWAY_SERVICE, hop.spans(scope["path"], status))

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ttftscope.errors import ConfigError
@@ -56,6 +57,42 @@ class TraceContext:
 def new_context() -> TraceContext:
     """A new trace: random ids as W3C asks (never all zeros), sampled."""
     return TraceContext(_nonzero_hex(16), _span_id())
+
+
+def with_trace(
+    headers: Mapping[str, str] | None,
+) -> tuple[dict[str, str], TraceContext | None, bool]:
+    """``headers`` plus ``traceparent`` and ``X-Request-Id`` of a new trace, unless set already.
+
+    Returns the headers to send, the context they carry (None when the caller's own
+    ``traceparent`` is not a W3C one) and whether that context is ours, i.e. a span may be
+    emitted with its span id. A header the caller set (any case) is kept as it is.
+
+    >>> sent, ctx, ours = with_trace({"X-Team": "infra"})
+    >>> sent["traceparent"] == ctx.traceparent and sent["X-Request-Id"] == ctx.trace_id, ours
+    (True, True)
+    >>> sent, ctx, ours = with_trace({"TraceParent": "00-" + "ab" * 16 + "-" + "cd" * 8 + "-01"})
+    >>> ctx.trace_id == "ab" * 16, ours, "traceparent" in sent, sent["X-Request-Id"] == ctx.trace_id
+    (True, False, False, True)
+    """
+    out = dict(headers or {})
+    given = {k.lower(): v for k, v in out.items()}
+    user_tp = given.get(TRACEPARENT)
+    if user_tp is None:
+        ctx: TraceContext | None = new_context()
+        ours = True
+    else:
+        ours = False
+        try:
+            ctx = parse_traceparent(user_tp)
+        except ConfigError:
+            ctx = None
+    if ctx is not None:
+        if user_tp is None:
+            out[TRACEPARENT] = ctx.traceparent
+        if REQUEST_ID.lower() not in given:
+            out[REQUEST_ID] = ctx.request_id
+    return out, ctx, ours
 
 
 def parse_traceparent(value: str) -> TraceContext:
