@@ -22,6 +22,7 @@ True
 
 from __future__ import annotations
 
+import random
 import time
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -103,7 +104,7 @@ class HopTrace:
                 SpanData(
                     name=name,
                     trace_id=ctx.trace_id,
-                    span_id=self.upstream_id if upstream else ctx.child().span_id,
+                    span_id=self.upstream_id if upstream else _span_id(),
                     parent_id=ctx.span_id,
                     start_ns=self._wall(start),
                     end_ns=self._wall(stop),
@@ -139,11 +140,19 @@ def begin(headers: list[tuple[bytes, bytes]], *, on: bool) -> HopTrace | None:
     if not on:
         if tp is None and rid is None:
             return None
-        passed = {TRACEPARENT: tp, REQUEST_ID: rid}
-        return HopTrace({k: v.decode("latin-1") for k, v in passed.items() if v is not None})
+        passed: dict[str, str] = {}
+        if tp is not None:
+            passed[TRACEPARENT] = tp.decode("latin-1")
+        if rid is not None:
+            passed[REQUEST_ID] = rid.decode("latin-1")
+        return HopTrace(passed)
     inbound = _inbound(tp)
-    own = new_context() if inbound is None else inbound.child()
-    upstream_ctx = own.child()
+    own = (
+        new_context()
+        if inbound is None
+        else TraceContext(inbound.trace_id, _span_id(), inbound.sampled)
+    )
+    upstream_ctx = TraceContext(own.trace_id, _span_id(), own.sampled)
     up = {
         TRACEPARENT: upstream_ctx.traceparent,
         REQUEST_ID: own.trace_id if rid is None else rid.decode("latin-1"),
@@ -158,6 +167,12 @@ def begin(headers: list[tuple[bytes, bytes]], *, on: bool) -> HopTrace | None:
         start_ns=time.perf_counter_ns(),
         wall_ns=time.time_ns(),
     )
+
+
+def _span_id() -> str:
+    # what the SDK's RandomIdGenerator does: random, not secrets (no system call a span)
+    value = random.getrandbits(64)
+    return f"{value or 1:016x}"
 
 
 def _inbound(value: bytes | None) -> TraceContext | None:

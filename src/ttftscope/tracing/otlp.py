@@ -52,12 +52,32 @@ class OtlpEmitter:
     def emit(self, service: str, spans: Sequence[SpanData]) -> None:
         resource = self._resources.get(service)
         if resource is None:
-            resource = self._resources[service] = Resource.create({SERVICE_NAME: service})
+            resource = self._resources[service] = _Resource.of(service)
         for span in spans:
             self._processor.on_end(_readable(span, resource))
 
     def shutdown(self) -> None:
         self._processor.shutdown()  # type: ignore[no-untyped-call]
+
+
+class _Resource(Resource):
+    """A resource that hashes once: the SDK's encoder groups spans by resource, and
+    ``Resource.__hash__`` serializes every attribute to JSON each time (~8 us a span)."""
+
+    _hash: int
+
+    @classmethod
+    def of(cls, service: str) -> _Resource:
+        base = Resource.create({SERVICE_NAME: service})  # OTEL_RESOURCE_ATTRIBUTES merged in
+        res = cls(base.attributes, base.schema_url)
+        res._hash = Resource.__hash__(res)
+        return res
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return Resource.__eq__(self, other)
 
 
 def _readable(span: SpanData, resource: Resource) -> ReadableSpan:
