@@ -5,7 +5,9 @@ request gets, at once and each as its own write (as vLLM sends them), a role chu
 content chunks (the last with ``finish_reason``), usage and ``[DONE]``. A request that does
 not stream gets usage counting the ``kv_transfer_params.prompt_token_ids`` it was sent, the
 way vLLM 0.32 answers the gateway's start-up probe for ``chat-ids``. Also ``GET /v1/models``
-(one model, ``trivial``) and ``GET /metrics`` (an idle vLLM's waiting gauge).
+(one model, ``trivial``) and ``GET /metrics`` (an idle vLLM's waiting gauge). As an OTLP/HTTP
+sink it takes ``POST /v1/traces`` (an empty answer, as a collector gives) and counts what came
+at ``GET /sink`` (``{"posts", "bytes"}``).
 
 Benchmarks start it (and other servers) with :func:`started`.
 """
@@ -25,6 +27,7 @@ import uvicorn
 
 MODEL = "trivial"
 Message = MutableMapping[str, Any]
+SINK = {"posts": 0, "bytes": 0}  # what came to POST /v1/traces
 
 
 def _sse(obj: object) -> bytes:
@@ -60,8 +63,14 @@ async def app(
         body += message.get("body", b"")
         if not message.get("more_body"):
             break
+    if scope["path"] == "/v1/traces":
+        SINK["posts"] += 1
+        SINK["bytes"] += len(body)
+        await _send(send, "application/x-protobuf", b"")
+        return
     if scope["method"] == "GET":
-        await _send(send, "application/json", ROUTES.get(scope["path"], "{}").encode())
+        route = json.dumps(SINK) if scope["path"] == "/sink" else ROUTES.get(scope["path"], "{}")
+        await _send(send, "application/json", route.encode())
         return
     request = json.loads(body)
     if not request.get("stream"):

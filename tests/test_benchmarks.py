@@ -73,3 +73,15 @@ def test_the_soak_benchmark_reports_stalls_memory_and_mismatches() -> None:
     assert result.keys() >= promised
     assert result["mismatches"] == 0 and result["verified_requests"] > 0
     assert result["small_chats"]["cold"] > 0 and result["mb_per_100k_conversation"] > 0
+
+
+def test_the_tracing_benchmark_runs_both_gateways_and_the_traced_one_exports() -> None:
+    qwen2_dir = build_all(["qwen2"])["qwen2"]
+    result = _last_json_line(
+        "tracing_overhead.py", ["--quick", "--model-dir", str(qwen2_dir)], timeout_s=300
+    )
+    assert result["streams"] == 64 and result["requests_per_mode"] == 512
+    for mode in ("off", "on"):
+        assert result[f"{mode}_req_per_s"] > 0 and result[f"{mode}_cpu_ms_per_request"] > 0
+    assert result["sink_posts"] > 0 and result["sink_bytes"] > 0  # spans went out
+    assert result["off_path_ns_no_trace_headers"] > 0

@@ -77,6 +77,7 @@ if TYPE_CHECKING:
     from ttftscope.tokenization.chat import ChatRenderer, ChatSession
     from ttftscope.tokenization.incremental import EncoderStats, IncrementalEncoder
     from ttftscope.tokenization.loader import Tokenizer, load_tokenizer
+    from ttftscope.tracing.emit import open_emitter
 
 __version__ = "0.1.0"
 
@@ -129,6 +130,7 @@ _LAZY: dict[str, str] = {
     "IncrementalEncoder": "tokenization.incremental",
     "Tokenizer": "tokenization.loader",
     "load_tokenizer": "tokenization.loader",
+    "open_emitter": "tracing.emit",
 }
 
 # public name -> its name in the module that defines it, where the module's name already says
@@ -216,6 +218,7 @@ __all__ = [
     "load_settings",
     "load_tokenizer",
     "metrics_delta",
+    "open_emitter",
     "parse_metrics",
     "ping",
     "queue_depth",

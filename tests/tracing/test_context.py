@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from ttftscope.errors import ConfigError
 from ttftscope.tracing import new_context, parse_traceparent
+from ttftscope.tracing.context import with_trace
 
 _HEX = "0123456789abcdef"
 
@@ -45,3 +46,30 @@ def test_any_valid_traceparent_is_read_exactly(trace: str, span: str, flags: int
 def test_a_malformed_traceparent_is_refused_saying_the_format(value: str) -> None:
     with pytest.raises(ConfigError, match="32 hex trace id"):
         parse_traceparent(value)
+
+
+def test_with_trace_adds_a_new_context_and_keeps_every_other_header() -> None:
+    sent, ctx, ours = with_trace({"Authorization": "Bearer k"})
+    assert ctx is not None and ours
+    assert sent == {
+        "Authorization": "Bearer k",
+        "traceparent": ctx.traceparent,
+        "X-Request-Id": ctx.trace_id,
+    }
+    assert with_trace(None)[1] != with_trace(None)[1]  # a new trace per request
+
+
+def test_the_callers_own_trace_headers_win_in_any_case() -> None:
+    theirs = "00-" + "1" * 32 + "-" + "2" * 16 + "-01"
+    sent, ctx, ours = with_trace({"TRACEPARENT": theirs, "x-request-id": "job-7"})
+    assert sent == {"TRACEPARENT": theirs, "x-request-id": "job-7"}
+    assert ctx is not None and ctx.trace_id == "1" * 32 and not ours
+    # a request id of their own, no traceparent: ours is added, their id kept
+    sent, ctx, ours = with_trace({"X-Request-ID": "job-8"})
+    assert ours and ctx is not None and sent["traceparent"] == ctx.traceparent
+    assert sent["X-Request-ID"] == "job-8" and "X-Request-Id" not in sent
+
+
+def test_a_callers_traceparent_that_is_not_w3c_goes_out_untouched_with_no_trace_id() -> None:
+    sent, ctx, ours = with_trace({"traceparent": "whatever"})
+    assert sent == {"traceparent": "whatever"} and ctx is None and not ours

@@ -45,6 +45,9 @@ from ttftscope.client.endpoint import Endpoint
 from ttftscope.errors import ConfigError, FailureKind, error_for
 from ttftscope.metrics.scrape import safe_url
 from ttftscope.records import RequestRecord
+from ttftscope.tracing.emit import SpanEmitter
+from ttftscope.tracing.names import CLIENT_SERVICE
+from ttftscope.tracing.spans import client_span
 
 SETTLE_S = 3.0
 
@@ -140,9 +143,12 @@ class _Bench:
         self.peak_in_flight = 0
         self.interrupted = False
         self.sampler: Sampler | None = None
+        self.emitter: SpanEmitter | None = None
 
     def emit(self, sent: Sent) -> None:
         rec = sent.record
+        if self.emitter is not None and sent.trace is not None:
+            self.emitter.emit(CLIENT_SERVICE, [client_span(rec, sent.trace)])
         if rec.phase != "warmup":
             self.itl[rec.target or ""].extend(sent.itl_ms)
         self.records.append(rec)
@@ -302,13 +308,15 @@ async def run_bench(
     count_tokens: Callable[[str], int] | None = None,
     hooks: Hooks | None = None,
     exclude: set[str] | None = None,
+    emitter: SpanEmitter | None = None,
 ) -> BenchRun:
     """Run one bench (one shard of it) and write its files; see the module docstring.
 
     ``count_tokens`` counts context tokens locally (a tokenizer); without it the server's
     ``/tokenize`` does. ``exclude`` names record fields not to write. A failure every later
     request would repeat stops the run: the result's :meth:`BenchRun.raise_for_abort`
-    raises it (after the summary is written).
+    raises it (after the summary is written). Every request carries ``traceparent`` and
+    ``X-Request-Id`` (its record's ``trace_id``); with an ``emitter`` each is a client span.
 
     >>> import asyncio
     >>> from ttftscope import BenchOptions, Endpoint, run_bench
@@ -330,6 +338,7 @@ async def run_bench(
             hint="pick another --result-dir (each run or shard writes its own files)",
         )
     bench = _Bench(ep, opts, files, hooks)
+    bench.emitter = emitter
     async with (
         httpx.AsyncClient(timeout=ep.timeout_s) as http,
         request_client(len(bench.targets)) as client,

@@ -45,6 +45,7 @@ from ttftscope.client.endpoint import Endpoint
 from ttftscope.client.stream import StreamResult, raise_for_result
 from ttftscope.records import RequestRecord
 from ttftscope.tokenization.loader import load_tokenizer
+from ttftscope.tracing.emit import open_emitter
 
 if TYPE_CHECKING:
     from ttftscope.bench.runner import BenchRun
@@ -225,6 +226,7 @@ def execute_bench(state: CliState, args: BenchArgs) -> BenchRun:
     result_dir = args.result_dir or Path("ttftscope-results") / time.strftime(
         f"{label}-%Y%m%d-%H%M%S"
     )
+    emitter = open_emitter(s.observability.otlp_endpoint, command="bench")
     with BenchProgress(state.err) as progress:
         hooks = Hooks(
             on_stage=progress.stage,
@@ -239,12 +241,16 @@ def execute_bench(state: CliState, args: BenchArgs) -> BenchRun:
             count_tokens=count,
             hooks=hooks,
             exclude=excluded_fields(s.observability),
+            emitter=emitter,
         )
         try:
             run = run_loop(coro)
         except KeyboardInterrupt:
             state.err.print(f"interrupted: finished requests and the summary are in {result_dir}")
             raise
+        finally:
+            if emitter is not None:
+                emitter.shutdown()
     _print(run, args.as_json)
     run.raise_for_abort()
     _fail_if_nothing_completed(run.records)

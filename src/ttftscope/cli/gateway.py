@@ -14,11 +14,13 @@ import httpx
 
 from ttftscope.cli.extras import require_extra
 from ttftscope.cli.options import CliState, cli_state, config_options
+from ttftscope.config.redact import redact_url
 from ttftscope.config.schema import GatewaySettings, UpstreamSettings
 from ttftscope.errors import ConfigError, TokenizerError
 from ttftscope.gateway.clientconfig import CLIENT_KINDS, ClientKind, client_config
 from ttftscope.localserver import process
 from ttftscope.localserver.model import model_dir as local_model_dir
+from ttftscope.tracing.emit import open_emitter, traces_endpoint
 
 __all__ = ["gateway"]
 
@@ -92,12 +94,17 @@ def gateway(
     update = {k: v for k, v in (("host", host), ("port", port)) if v is not None}
     settings = settings.model_copy(update=update)
     preflight(settings)
+    otlp = state.load().settings.observability.otlp_endpoint
+    emitter = open_emitter(otlp, command="gateway")
     names = ", ".join(f"{n} ({u.mode}: {u.base_url})" for n, u in settings.upstreams.items())
     state.err.print(
         f"gateway on http://{settings.host}:{settings.port}/v1 -> {names}; Ctrl-C stops it",
         highlight=False,
     )
-    serve(settings)
+    if emitter is not None:
+        where = traces_endpoint(otlp, os.environ) or "(exporter)"
+        state.err.print(f"traces to {redact_url(where)}", highlight=False)
+    serve(settings, emitter)
 
 
 def preflight(settings: GatewaySettings) -> None:

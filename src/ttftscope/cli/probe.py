@@ -32,6 +32,7 @@ from ttftscope.probe.summary import summarize
 from ttftscope.records import RecordWriter, RequestRecord
 from ttftscope.report.terminal import print_probe_summary
 from ttftscope.tokenization.loader import Tokenizer, load_tokenizer
+from ttftscope.tracing.emit import open_emitter
 
 __all__ = ["ProbeArgs", "parse_numbers", "probe", "probe_options", "run_probe_command"]
 
@@ -126,6 +127,7 @@ def execute_probe(
     tok = _local_tokenizer(s)
     writer = _open_writer(s, args.result_dir)
     log = _request_logger(state)
+    emitter = open_emitter(s.observability.otlp_endpoint, command="probe")
     try:
         with RequestProgress(opts.total_requests, state.err) as progress:
 
@@ -142,11 +144,14 @@ def execute_probe(
                     on_record=on_record,
                     local_tokenizer=tok,
                     on_stage=progress.stage,
+                    emitter=emitter,
                 )
             )
     finally:
         if writer is not None:
             writer.close()
+        if emitter is not None:
+            emitter.shutdown()
     summary = summarize(run.records, model=run.model, base_url=ep.base_url, percentiles=percentiles)
     summary["run_id"] = run.run_id
     if writer is not None:

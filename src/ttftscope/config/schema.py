@@ -156,6 +156,14 @@ class ObservabilitySettings(_Section):
     # also write each request body (prompt text!) to requests.jsonl beside the records, so
     # doctor and prefix-diff can find dynamic prefixes; off unless the user asks
     log_requests: bool = False
+    # where our spans go (OTLP/HTTP, e.g. "http://127.0.0.1:4318"; /v1/traces is added): unset,
+    # OTEL_EXPORTER_OTLP_TRACES_ENDPOINT / OTEL_EXPORTER_OTLP_ENDPOINT decide; none: off
+    otlp_endpoint: str | None = None
+
+    @field_validator("otlp_endpoint")
+    @classmethod
+    def _otlp(cls, value: str | None) -> str | None:
+        return None if value is None else check_http_url(value)
 
 
 class TokenizerSettings(_Section):
@@ -260,7 +268,9 @@ ALL_NAMES: set[str] = set(KEYS) | set(ALIASES)
 
 SECRET_KEYS: frozenset[str] = frozenset({"api.api_key"})
 # Values shown only through redact_url: a user may paste credentials into them.
-URL_KEYS: frozenset[str] = frozenset({"api.base_url", "api.metrics_url"})
+URL_KEYS: frozenset[str] = frozenset(
+    {"api.base_url", "api.metrics_url", "observability.otlp_endpoint"}
+)
 
 # What a value must look like, in words a user can act on.
 EXPECTED: dict[str, str] = {
@@ -280,6 +290,7 @@ EXPECTED: dict[str, str] = {
     "observability.record_queue_ms": "true or false",
     "observability.records_dir": 'a directory path string, e.g. "ttftscope-records"',
     "observability.log_requests": "true or false",
+    "observability.otlp_endpoint": 'an OTLP/HTTP URL string, e.g. "http://127.0.0.1:4318"',
     "tokenizer.path": "a path string",
     "gateway.host": 'an address to listen on, e.g. "127.0.0.1"',
     "gateway.port": "a port number from 1 to 65535, e.g. 8100",

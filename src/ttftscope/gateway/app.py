@@ -31,6 +31,7 @@ from ttftscope.gateway.endpoints.messages import count_tokens, messages
 from ttftscope.gateway.endpoints.responses import responses
 from ttftscope.gateway.state import BadRequest, Gateway
 from ttftscope.gateway.upstreams import environment
+from ttftscope.tracing.emit import SpanEmitter
 
 _SERVED = (
     "/v1/chat/completions, /v1/completions, /v1/messages, /v1/messages/count_tokens, "
@@ -90,8 +91,16 @@ def method_not_allowed(method: str, path: str) -> Response:
     return openai_error(405, message)
 
 
-def create_app(settings: GatewaySettings, *, env: Mapping[str, str] | None = None) -> HotPath:
+def create_app(
+    settings: GatewaySettings,
+    *,
+    env: Mapping[str, str] | None = None,
+    emitter: SpanEmitter | None = None,
+) -> HotPath:
     """The gateway as an ASGI app; upstreams are probed when it starts (lifespan).
+
+    With an ``emitter`` (:func:`~ttftscope.tracing.emit.open_emitter`) every request is
+    traced; it is shut down (its queued spans sent) when the app stops.
 
     >>> from ttftscope.config.schema import GatewaySettings
     >>> create_app(GatewaySettings()).state.gateway.upstreams
@@ -106,6 +115,8 @@ def create_app(settings: GatewaySettings, *, env: Mapping[str, str] | None = Non
             yield
         finally:
             await gateway.close()
+            if emitter is not None:
+                emitter.shutdown()
 
     routes = [
         Route("/v1/models", models, methods=["GET"]),
@@ -129,4 +140,10 @@ def create_app(settings: GatewaySettings, *, env: Mapping[str, str] | None = Non
         "/v1/responses": bound(responses),
     }
     left = gateway.metrics.client_disconnects
-    return HotPath(app, hot, method_not_allowed, on_left=lambda phase: left.labels(phase).inc())
+    return HotPath(
+        app,
+        hot,
+        method_not_allowed,
+        on_left=lambda phase: left.labels(phase).inc(),
+        emitter=emitter,
+    )

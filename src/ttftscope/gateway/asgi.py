@@ -18,6 +18,10 @@ from typing import Any, Literal
 
 from starlette.responses import Response, StreamingResponse
 
+from ttftscope.gateway.hoptrace import CURRENT, begin
+from ttftscope.tracing.emit import SpanEmitter
+from ttftscope.tracing.names import GATEWAY_SERVICE
+
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -151,7 +155,12 @@ async def send_response(response: Response, send: Send, watch: Watch) -> None:
 
 
 class HotPath:
-    """ASGI app: ``routes`` (path → handler) served directly, the rest by ``fallback``."""
+    """ASGI app: ``routes`` (path → handler) served directly, the rest by ``fallback``.
+
+    Each routed request's trace headers go on to the upstream; with an ``emitter`` the
+    request is also traced (:mod:`~ttftscope.gateway.hoptrace`), its spans emitted once the
+    answer is sent.
+    """
 
     def __init__(
         self,
@@ -159,11 +168,13 @@ class HotPath:
         routes: Mapping[str, Callable[[Scope, Receive], Awaitable[Response]]],
         method_not_allowed: Callable[[str, str], Response],
         on_left: Callable[[Phase], None] = lambda phase: None,
+        emitter: SpanEmitter | None = None,
     ) -> None:
         self.fallback = fallback
         self.routes = routes
         self.method_not_allowed = method_not_allowed
         self.on_left = on_left
+        self.emitter = emitter
 
     @property
     def state(self) -> Any:
@@ -175,13 +186,36 @@ class HotPath:
         if handler is None:
             await self.fallback(scope, receive, send)
             return
+        hop = begin(scope["headers"], on=self.emitter is not None)
+        if hop is None:  # tracing off, no trace headers: nothing more than before
+            await self._serve(handler, scope, receive, send)
+            return
+        token = CURRENT.set(hop)
+        status = 500
+        try:
+            status = await self._serve(handler, scope, receive, send)
+        finally:
+            CURRENT.reset(token)
+            if hop.ctx is not None and self.emitter is not None:
+                self.emitter.emit(GATEWAY_SERVICE, hop.spans(scope["path"], status))
+
+    async def _serve(
+        self,
+        handler: Callable[[Scope, Receive], Awaitable[Response]],
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+    ) -> int:
+        """Answer one routed request; the status sent (499: the client left first)."""
         watch = Watch(receive)
         phase: Phase = "before_answer"
+        status = 500
         try:
             if scope["method"] != "POST":
                 response = self.method_not_allowed(scope["method"], scope["path"])
             else:
                 response = await handler(scope, watch.receive)
+            status = response.status_code
             phase = "mid_stream"
             await send_response(response, send, watch)
         except asyncio.CancelledError:
@@ -191,5 +225,7 @@ class HotPath:
             assert task is not None
             task.uncancel()  # ours, not the server's: the request ends here, quietly
             self.on_left(phase)
+            status = 499 if phase == "before_answer" else status
         finally:
             watch.stop()
+        return status

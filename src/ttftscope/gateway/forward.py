@@ -26,8 +26,10 @@ from starlette.responses import Response, StreamingResponse
 from ttftscope.errors import TransportFailure
 from ttftscope.gateway.apierrors import ErrorFormat, error_response, stream_error
 from ttftscope.gateway.hop import Answer, HopError
+from ttftscope.gateway.hoptrace import CURRENT, UPSTREAM
 from ttftscope.gateway.metrics import GatewayMetrics
 from ttftscope.gateway.upstreams import Upstream
+from ttftscope.tracing.names import FIRST_BYTE, FIRST_TOKEN
 
 _PASSED_HEADERS = ("content-type", "retry-after", "x-request-id")
 
@@ -56,13 +58,18 @@ async def forward(
     ``rewrite_body`` does the same for a whole 200 answer.
     """
     t0 = time.perf_counter()
+    hop = CURRENT.get()
+    if hop is not None:
+        hop.open(UPSTREAM)
     try:
-        resp = await up.post(path, data)
+        resp = await up.post(path, data, None if hop is None else hop.upstream)
     except HopError as exc:
         if exc.kind is TransportFailure.TIMEOUT:
             return error_response(fmt, 504, f"upstream {up.name!r} did not answer in time ({exc})")
         return error_response(fmt, 502, f"upstream {up.name!r} is unreachable ({exc})")
     metrics.upstream_ttfb.labels(up.name).observe(time.perf_counter() - t0)
+    if hop is not None:
+        hop.mark(FIRST_BYTE)
     headers = {k: v for k in _PASSED_HEADERS if (v := resp.headers.get(k)) is not None}
     wrong = _unexpected_type(resp.headers.get("content-type"), stream)
     if resp.status == 200 and wrong is not None:
@@ -80,6 +87,8 @@ async def forward(
                 body = _json_object(body) if rewrite_body is None else rewrite_body(body)
             except BadAnswer as exc:
                 return error_response(fmt, 502, f"upstream {up.name!r} answered 200 with {exc}")
+        if hop is not None:
+            hop.close(UPSTREAM)
         return Response(body, status_code=resp.status, headers=headers)
     return StreamingResponse(
         _relay(up, resp, t0, metrics, rewrite_stream, token_event(path), fmt),
@@ -111,6 +120,8 @@ async def _relay(
                     timed = events >= first
                 if timed:
                     metrics.upstream_ttft.labels(up.name).observe(time.perf_counter() - t0)
+                    if (hop := CURRENT.get()) is not None:
+                        hop.mark(FIRST_TOKEN)
             yield rewrite[0](chunk) if rewrite is not None else chunk
         if rewrite is not None:
             yield rewrite[1]()
@@ -119,6 +130,8 @@ async def _relay(
         # headers are gone already: end the stream the way the API's clients read errors
         yield stream_error(fmt, f"upstream {up.name!r} broke off the stream ({exc})")
     finally:
+        if (hop := CURRENT.get()) is not None:
+            hop.close(UPSTREAM)
         if finished:  # read to its end: the connection goes back to the pool for the next
             resp.release()
         else:  # a disconnected client lands here too: closing makes vLLM abort the request

@@ -25,15 +25,18 @@ False
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+from ttftscope.gateway.hoptrace import traced
 from ttftscope.gateway.sessions import Encoded
 from ttftscope.gateway.state import BadRequest, Gateway
 from ttftscope.gateway.upstreams import Upstream
 from ttftscope.gateway.verify import GatewayApi
 from ttftscope.gateway.vllm_chat import ChatInputs, PassThrough, converted, prepare_chat
 from ttftscope.gateway.workpool import Overloaded
+from ttftscope.tracing.names import ENCODED_TOKENS, REUSED_TOKENS
 
 log = logging.getLogger("ttftscope.gateway")
 T = TypeVar("T")
@@ -87,9 +90,19 @@ async def prepare(
     pool when the body (``size`` bytes) is large: conversion and render are pure Python
     (~10 ms for a 100K-token conversation, ~0.3 s for 20K messages)."""
 
+    hop = traced()  # read here: the pool's threads do not see the request's context
+
     def work() -> tuple[dict[str, Any], str]:
+        if hop is None:
+            chat, inputs = converted(lambda: convert(up, body))
+            return chat, render(up, inputs)
+        t0 = time.perf_counter_ns()
         chat, inputs = converted(lambda: convert(up, body))
-        return chat, render(up, inputs)
+        t1 = time.perf_counter_ns()
+        hop.stage("rewrite", t0)
+        prompt = render(up, inputs)
+        hop.stage("render", t1)
+        return chat, prompt
 
     if size <= _INLINE_BODY:
         return work()
@@ -106,7 +119,12 @@ async def encode_prompt(
     limit = known if bounded else None
     if limit is not None and len(prompt) > limit * max(up.token_chars, 1):
         raise BadRequest(400, _too_long(limit, f"more than {limit} (its {len(prompt)} characters)"))
+    hop = traced()
+    t0 = 0 if hop is None else time.perf_counter_ns()
     enc = await _or_503(gw, up.cache.encode(prompt, pin))
+    if hop is not None:
+        fresh = len(enc.ids) - enc.reused_tokens
+        hop.stage("encode", t0, {REUSED_TOKENS: enc.reused_tokens, ENCODED_TOKENS: fresh})
     gw.account(up, enc)
     if limit is not None and len(enc.ids) > limit:
         raise BadRequest(400, _too_long(limit, str(len(enc.ids))))

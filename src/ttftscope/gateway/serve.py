@@ -19,14 +19,16 @@ from ttftscope.gateway.app import create_app
 from ttftscope.gateway.heap import limit_arenas
 from ttftscope.gateway.state import Gateway
 from ttftscope.threadserver import ThreadServer
+from ttftscope.tracing.emit import SpanEmitter
 
 
-def serve(settings: GatewaySettings) -> None:
+def serve(settings: GatewaySettings, emitter: SpanEmitter | None = None) -> None:
     """Serve until interrupted (uvloop + httptools: the fastest hop Python offers).
 
     The gateway's own log (each upstream's version, models and how ids reach it, pass-through
     and mismatch warnings) goes to stderr from INFO up; it holds no keys and no prompt text.
     Two malloc arenas (:mod:`~ttftscope.gateway.heap`): RSS stays near the session cache.
+    With an ``emitter`` every request is traced.
     """
     limit_arenas(2)
     handler = logging.StreamHandler(sys.stderr)
@@ -35,7 +37,7 @@ def serve(settings: GatewaySettings) -> None:
     log.addHandler(handler)
     log.setLevel(logging.INFO)
     uvicorn.run(
-        create_app(settings),
+        create_app(settings, emitter=emitter),
         host=settings.host,
         port=settings.port,
         log_level="warning",
@@ -49,9 +51,13 @@ class BackgroundGateway(ThreadServer):
     """A running gateway on 127.0.0.1 (a free port unless ``port``); stopped on exit."""
 
     def __init__(
-        self, settings: GatewaySettings, env: Mapping[str, str] | None = None, port: int = 0
+        self,
+        settings: GatewaySettings,
+        env: Mapping[str, str] | None = None,
+        port: int = 0,
+        emitter: SpanEmitter | None = None,
     ) -> None:
-        self.app = create_app(settings, env=env)
+        self.app = create_app(settings, env=env, emitter=emitter)
         super().__init__(
             self.app,
             name="gateway",

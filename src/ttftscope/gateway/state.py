@@ -24,6 +24,7 @@ from ttftscope.config.schema import GatewaySettings
 from ttftscope.errors import ConfigError
 from ttftscope.gateway.apierrors import ErrorFormat, error_response
 from ttftscope.gateway.asgi import BodyTooLarge, Receive, Scope, header, read_body
+from ttftscope.gateway.hoptrace import traced
 from ttftscope.gateway.inputpolicy import (
     InvalidField,
     client_ids,
@@ -162,6 +163,8 @@ class Gateway:
         check_ids(scope["path"], body, up)
         if self.request_log is not None:
             self.request_log.write(body, model=body["model"], upstream=up.name)
+        if (hop := traced()) is not None:
+            hop.stage("parse", hop.start_ns)
         return raw, body, up
 
     async def body(self, scope: Scope, receive: Receive) -> tuple[bytes, dict[str, Any]]:

@@ -116,16 +116,27 @@ class Upstream:
         t = self.settings.timeout_seconds
         return HopTimeouts(connect_s=min(t, 30.0), read_s=t)
 
-    async def post(self, path: str, data: bytes) -> Answer:
-        """POST a JSON body to ``base_url`` + ``path``; the answer once its headers are in."""
-        return await self._request("POST", path, data)
+    async def post(
+        self, path: str, data: bytes, headers: Mapping[str, str] | None = None
+    ) -> Answer:
+        """POST a JSON body to ``base_url`` + ``path``; the answer once its headers are in.
+
+        ``headers`` go with it (the request's trace headers)."""
+        return await self._request("POST", path, data, headers=headers)
 
     async def _request(
-        self, method: Literal["GET", "POST"], path: str, data: bytes, *, root: bool = False
+        self,
+        method: Literal["GET", "POST"],
+        path: str,
+        data: bytes,
+        *,
+        root: bool = False,
+        headers: Mapping[str, str] | None = None,
     ) -> Answer:
         assert self.pool is not None, "Upstream.start() opens the connection pool"
         target = self.pool.path(path, root=root)
-        return await self.pool.request(method, target, data, self.headers, self.timeouts())
+        sent = self.headers if not headers else {**self.headers, **headers}
+        return await self.pool.request(method, target, data, sent, self.timeouts())
 
     async def start(
         self,

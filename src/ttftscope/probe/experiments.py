@@ -42,6 +42,10 @@ from ttftscope.metrics.scrape import ascrape
 from ttftscope.probe.limits import check_sizes
 from ttftscope.records import Phase, RecordWriter, RequestRecord, Variant
 from ttftscope.tokenization.loader import Tokenizer
+from ttftscope.tracing.context import TraceContext, with_trace
+from ttftscope.tracing.emit import SpanEmitter
+from ttftscope.tracing.names import CLIENT_SERVICE
+from ttftscope.tracing.spans import client_span
 
 _ASSISTANT_REPLY = "Understood. Continuing."
 # ids: each prompt also as text and as token ids to /v1/completions, alternating
@@ -120,8 +124,10 @@ class Prober:
         on_record: Callable[[RequestRecord], None] | None = None,
         local_tokenizer: Tokenizer | None = None,
         on_stage: Callable[[str], None] | None = None,
+        emitter: SpanEmitter | None = None,
     ) -> None:
         self.ep, self.opts, self.client = ep, opts, client
+        self.emitter = emitter
         self.writer, self.on_record = writer, on_record
         self.on_stage = on_stage
         self.tok = local_tokenizer
@@ -154,6 +160,7 @@ class Prober:
             t = time.perf_counter_ns()
             client_tokens = req.tokenize()
             tokenize_ms = (time.perf_counter_ns() - t) / 1e6
+        headers, trace, ours = with_trace(self.ep.headers)
         result = await stream_completion(
             self.client,
             base_url=req.base_url or self.ep.base_url,
@@ -161,20 +168,22 @@ class Prober:
             body=req.body,
             api_key=self.ep.api_key,
             timeout_s=self.ep.timeout_s,
-            headers=self.ep.headers,
+            headers=headers,
         )
         who = RequestIdentity(self.run.run_id, self._index, req.variant, phase, context_tokens)
         rec = client_record(result, who, tokenize_ms=tokenize_ms, client_tokens=client_tokens)
+        rec.trace_id = None if trace is None else trace.trace_id
+        span_ctx = trace if ours else None  # a traceparent the user set names their span
         self._index += 1
         if result.error_kind in _FATAL:
-            self._emit(rec)
+            self._emit(rec, span_ctx)
             await self._raise_fatal(result)  # nothing to measure without a server
         if before is None:
             rec.notes.append(f"no server metrics: {self._metrics_error}")
         elif result.ok:
             rec.waiting_before = queue_depth(before, model=self.ep.model)[1]
             add_server_view(rec, await self._settled_breakdown(before))
-        self._emit(rec)
+        self._emit(rec, span_ctx)
         return rec
 
     async def _raise_fatal(self, result: StreamResult) -> None:
@@ -222,13 +231,15 @@ class Prober:
             self._metrics_error = exc.message
             return None
 
-    def _emit(self, rec: RequestRecord) -> None:
+    def _emit(self, rec: RequestRecord, span_ctx: TraceContext | None = None) -> None:
         # on_record first: it may drop fields the settings say not to record
         if self.on_record is not None:
             self.on_record(rec)
         self.run.records.append(rec)
         if self.writer is not None:
             self.writer.write(rec)
+        if self.emitter is not None and span_ctx is not None:
+            self.emitter.emit(CLIENT_SERVICE, [client_span(rec, span_ctx)])
 
     # -- experiments -------------------------------------------------------------------
     def _phase(self, i: int) -> Phase:
@@ -345,8 +356,13 @@ async def run_probe(
     on_record: Callable[[RequestRecord], None] | None = None,
     local_tokenizer: Tokenizer | None = None,
     on_stage: Callable[[str], None] | None = None,
+    emitter: SpanEmitter | None = None,
 ) -> ProbeRun:
     """Run the whole probe and return every record (also streamed to ``writer``).
+
+    Every request carries ``traceparent`` and ``X-Request-Id`` (its record's ``trace_id``);
+    with an ``emitter`` (:func:`~ttftscope.tracing.emit.open_emitter`) each also becomes a
+    client span.
 
     >>> import asyncio
     >>> from ttftscope import Endpoint, ProbeOptions, run_probe, summarize_probe
@@ -373,6 +389,7 @@ async def run_probe(
             on_record=on_record,
             local_tokenizer=local_tokenizer,
             on_stage=on_stage,
+            emitter=emitter,
         )
         prober.run.model = ep.model
         return await prober.run_all()

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeVar
 
 from ttftscope.records import Variant
+from ttftscope.tracing.context import TraceContext
 
 log = logging.getLogger("ttftscope.instrument")
 
@@ -54,6 +55,8 @@ class Call:
     overlapped: bool = False
     abandoned: bool = False  # a stream closed or collected before its end
     done: bool = field(default=False, repr=False)
+    trace_id: str | None = None  # of the traceparent sent (ours or the caller's own)
+    trace: TraceContext | None = None  # ours only: the client span carries its ids
 
 
 def call_variant(endpoint: Endpoint, kwargs: Mapping[str, Any]) -> Variant:

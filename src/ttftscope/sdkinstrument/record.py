@@ -106,6 +106,7 @@ def client_record(
         ok=call.error is None,
         model=call.response_model or call.model,
         t_wall=call.t_wall,
+        trace_id=call.trace_id,
         notes=[
             "instrument",
             f"endpoint: {call.endpoint}",

@@ -34,6 +34,9 @@ from ttftscope.sdkinstrument.record import (
 )
 from ttftscope.sdkinstrument.sources import ClientTokens, MetricsWindows, plain
 from ttftscope.tokenization.loader import Tokenizer
+from ttftscope.tracing.emit import SpanEmitter
+from ttftscope.tracing.names import CLIENT_SERVICE
+from ttftscope.tracing.spans import client_span
 
 log = logging.getLogger("ttftscope.instrument")
 
@@ -67,6 +70,7 @@ class WorkerOptions:
     scrape_timeout_s: float = 2.0
     keep: int = 10_000
     secrets: tuple[str, ...] = ()
+    emitter: SpanEmitter | None = None  # client spans, when tracing is on
 
 
 _TIMING_FIELDS = (
@@ -237,6 +241,9 @@ class Worker:
         self.records.append(rec)
         self.stats.recorded += 1
         self._write(rec, call)
+        if opts.emitter is not None and call.trace is not None:
+            spans = [client_span(rec, call.trace)]
+            self._guard("span", opts.emitter.emit, CLIENT_SERVICE, spans)
         if opts.log_timing or opts.log_tokens:
             log.info("%s", _log_line(rec))
 
@@ -299,6 +306,8 @@ class Worker:
                 self._guard("close", fh.close)
         if self._metrics is not None:
             self._metrics.http.close()
+        if self.opts.emitter is not None:
+            self._guard("span export", self.opts.emitter.shutdown)
 
 
 def _jsonable(value: Any) -> Any:

@@ -12,7 +12,11 @@ total), ``record_tokenize_ms`` (client tokenization, when a tokenizer is configu
 memory too, the last 10,000 of them, on :func:`instrumentation` (client).``records``; with
 ``observability.log_requests`` each request body as sent (never headers or keys) also goes to
 ``requests.jsonl`` beside them, one ``{"run_id", "index", "t_wall", "endpoint", "body"}``
-object a line (``doctor.logged_bodies`` reads it).
+object a line (``doctor.logged_bodies`` reads it). Each call carries ``traceparent`` and
+``X-Request-Id`` of a new trace (the record's ``trace_id``) unless the call's
+``extra_headers`` or the client's ``default_headers`` set them (then theirs go out and are
+recorded); with ``observability.otlp_endpoint`` (or ``OTEL_EXPORTER_OTLP_ENDPOINT``) each
+call also becomes a client span, built on the background thread.
 
 Server fields come from the ``/metrics`` delta between the scrape after the previous call and
 the one after this call, filled only when it is this call's alone: calls that overlapped get
@@ -60,6 +64,8 @@ from ttftscope.sdkinstrument.calls import (
 from ttftscope.sdkinstrument.record import RUN_PREFIX
 from ttftscope.sdkinstrument.worker import Worker, WorkerOptions, WorkerStats
 from ttftscope.tokenization.loader import Tokenizer
+from ttftscope.tracing.context import REQUEST_ID, TRACEPARENT, TraceContext, with_trace
+from ttftscope.tracing.emit import SpanEmitter, open_emitter
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI, OpenAI
@@ -96,6 +102,8 @@ class Instrumentation:
         self._starts = [0] * _RING  # start stamps of the latest calls, by index % _RING
         self._worker = Worker(opts, self._next_start)
         self._restore: list[Callable[[], None]] = []
+        # trace headers the client sets on every call (they win over ours)
+        self._client_trace: dict[str, str] = {}
 
     @property
     def records(self) -> list[RequestRecord]:
@@ -126,7 +134,7 @@ class Instrumentation:
         return self._worker.close(timeout)
 
     # -- inside the user's call: timestamps and counters only --------------------------
-    def _begin(self, endpoint: Endpoint, kwargs: Mapping[str, Any]) -> Call | None:
+    def _begin(self, endpoint: Endpoint, kwargs: dict[str, Any]) -> Call | None:
         try:
             model = kwargs.get("model")
             body = body_snapshot(kwargs) if self._bodies else None
@@ -136,6 +144,7 @@ class Instrumentation:
                 busy = self._in_flight > 0
                 self._in_flight += 1
                 start = self._starts[index % _RING] = time.monotonic_ns()
+            trace_id, trace = self._trace(kwargs)
             return Call(
                 index=index,
                 endpoint=endpoint,
@@ -146,10 +155,25 @@ class Instrumentation:
                 start_ns=start,
                 busy_at_start=busy,
                 body=body,
+                trace_id=trace_id,
+                trace=trace,
             )
         except Exception as exc:
             _internal("start", exc)
             return None
+
+    def _trace(self, kwargs: dict[str, Any]) -> tuple[str | None, TraceContext | None]:
+        """Add ``traceparent`` and ``X-Request-Id`` to the call's ``extra_headers`` unless the
+        call or the client sets them; the trace id sent, and the context when it is ours."""
+        extra = kwargs.get("extra_headers")
+        extra = dict(extra) if isinstance(extra, Mapping) else {}
+        # a header named with a non-string value (the SDK's Omit) is the caller's choice too
+        named = {k: v if isinstance(v, str) else "" for k, v in extra.items()}
+        _sent, ctx, ours = with_trace({**self._client_trace, **named})
+        added = {k: v for k, v in _sent.items() if k not in named and k not in self._client_trace}
+        if added:
+            kwargs["extra_headers"] = {**extra, **added}
+        return (None if ctx is None else ctx.trace_id), (ctx if ours else None)
 
     def _returned(self, call: Call | None, result: Any, *, is_async: bool) -> None:
         if call is None:
@@ -268,6 +292,7 @@ def instrument(
         return client
     opts, bodies = _options(client, _settings(settings), records, tokenizer)
     handle = Instrumentation(opts, snapshot_bodies=bodies)
+    handle._client_trace = _trace_headers(client)
     wrap = _wrap_async if _is_async_client(client) else _wrap
     pairs: tuple[tuple[Any, Endpoint], ...] = (
         (client.chat.completions, "chat"),
@@ -300,6 +325,22 @@ def instrumentation(client: object) -> Instrumentation:
             hint="call ttftscope.instrument(client) first, on this very client object",
         )
     return handle
+
+
+def _trace_headers(client: Any) -> dict[str, str]:
+    custom = getattr(client, "_custom_headers", None)
+    names = {TRACEPARENT, REQUEST_ID.lower()}
+    if not isinstance(custom, Mapping):
+        return {}
+    return {k: v for k, v in custom.items() if k.lower() in names and isinstance(v, str)}
+
+
+def _emitter(settings: Settings) -> SpanEmitter | None:
+    try:
+        return open_emitter(settings.observability.otlp_endpoint, command="instrument")
+    except TtftscopeError as exc:  # observability must not stop an application
+        log.warning("ttftscope.instrument: no client spans: %s", exc)
+        return None
 
 
 def _unwrap(resource: Any) -> None:
@@ -358,6 +399,7 @@ def _options(
         requests_path=path.parent / "requests.jsonl" if path and obs.log_requests else None,
         tokenizer=tokenizer,
         secrets=tuple(s for s in secrets if s),
+        emitter=_emitter(settings),
     )
     return opts, opts.record_tokenize or opts.requests_path is not None
 

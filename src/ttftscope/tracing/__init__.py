@@ -5,6 +5,6 @@ so every request carries ``traceparent`` and ``X-Request-Id`` at no cost; spans 
 built when tracing is on.
 """
 
-from ttftscope.tracing.context import TraceContext, new_context, parse_traceparent
+from ttftscope.tracing.context import TraceContext, new_context, parse_traceparent, with_trace
 
-__all__ = ["TraceContext", "new_context", "parse_traceparent"]
+__all__ = ["TraceContext", "new_context", "parse_traceparent", "with_trace"]

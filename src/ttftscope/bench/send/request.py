@@ -31,6 +31,7 @@ from ttftscope.client.apis import API_PATHS, Api
 from ttftscope.client.stream import StreamResult
 from ttftscope.decompose import RequestIdentity, client_record
 from ttftscope.records import Phase, RequestRecord
+from ttftscope.tracing.context import TraceContext, with_trace
 
 
 def encode_stream_body(body: Mapping[str, object], api: Api = "chat") -> bytes:
@@ -86,11 +87,14 @@ class Attempt:
 
 @dataclass(frozen=True)
 class Sent:
-    """A finished request: its record, its inter-token gaps and the raw result."""
+    """A finished request: its record, its inter-token gaps and the raw result; ``trace``
+    is the context sent when it is ours (a span may carry its ids), None when the target's
+    headers brought their own ``traceparent``."""
 
     record: RequestRecord
     itl_ms: list[float]
     result: StreamResult
+    trace: TraceContext | None = None
 
 
 def _tpot(e2el: float | None, ttft: float | None, tokens: int | None) -> float | None:
@@ -150,13 +154,15 @@ async def send(
     t = time.perf_counter_ns()
     content = encode_stream_body(body, who.api)
     serialize_ms = (time.perf_counter_ns() - t) / 1e6
+    headers, trace, ours = with_trace(who.target.headers)
     result, stamps = await client.stream(
         who.target.base_url.rstrip("/") + API_PATHS[who.api],
         content,
         api_key=who.target.api_key,
         timeout_s=timeout_s,
-        headers=who.target.headers,
+        headers=headers,
         api=who.api,
     )
     rec, gaps = bench_record(result, who, serialize_ms, stamps)
-    return Sent(rec, gaps, result)
+    rec.trace_id = None if trace is None else trace.trace_id
+    return Sent(rec, gaps, result, trace if ours else None)
