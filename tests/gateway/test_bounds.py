@@ -301,3 +301,22 @@ def test_the_total_deadline_ends_a_stream_with_an_error_event(
         assert last.startswith("event: error\n") and '"type":"timeout_error"' in last
     else:
         assert last.startswith("data: ") and '"code":504' in last
+
+
+def _silent(srv: RawUpstream, conn: socket.socket) -> None:
+    while conn.recv(1):  # no answer at all, until the gateway gives up
+        pass
+    srv.closed_by_peer.set()
+
+
+def test_the_total_deadline_before_any_answer_is_a_504() -> None:
+    with (
+        RawUpstream(_silent) as up,
+        GatewayServer(_settings(up.base_url, request_timeout_s=2.0)) as gw,
+    ):
+        body = {"model": MODEL, "max_tokens": 3, "messages": []}
+        answer = httpx.post(gw.base_url + "/messages", json=body, timeout=BOUND_S)
+        assert up.closed_by_peer.wait(BOUND_S)
+    assert answer.status_code == 504
+    error = answer.json()["error"]
+    assert error["type"] == "timeout_error" and "gateway.request_timeout_s" in error["message"]
