@@ -11,6 +11,7 @@ True
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from types import TracebackType
@@ -34,7 +35,7 @@ class ThreadServer:
         name: str,
         port: int = 0,
         lifespan: Literal["on", "off"] = "off",
-        http: Literal["h11", "httptools"] = "httptools",
+        http: Literal["h11", "httptools"] | type[asyncio.Protocol] = "httptools",
         log_level: Literal["critical", "warning"] = "critical",
         start_timeout_s: float = 10.0,
         graceful_s: int = 1,

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from tests.rawserver import CHUNKED_HEAD, Scripted, chunk, scripted, self_signed, sized
 from ttftscope.errors import TransportFailure
-from ttftscope.gateway.hop import HopError, HopTimeouts, UpstreamPool
+from ttftscope.gateway.hop import AnswerTooLarge, HopError, HopTimeouts, UpstreamPool
 
 QUICK = HopTimeouts(connect_s=2.0, read_s=5.0)
 HEADERS = {"Content-Type": "application/json", "Authorization": "Bearer up-key"}
@@ -289,3 +289,24 @@ async def test_a_read_cancelled_halfway_closes_its_connection() -> None:
         await reading.wait()
         task.cancel()
         await srv.closed.wait()
+
+
+@pytest.mark.asyncio
+async def test_a_whole_answer_past_the_cap_is_refused_and_its_connection_dropped() -> None:
+    async def handle(
+        srv: Scripted, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        await srv.request(reader)
+        writer.write(CHUNKED_HEAD)
+        for _ in range(64):  # 64 KB in 1 KB chunks, past the 10 KB cap
+            writer.write(chunk(b"x" * 1024))
+            await writer.drain()
+        await reader.read()  # until the client closes
+
+    async with scripted(handle) as (srv, base):
+        pool = UpstreamPool(base, max_answer=10 * 1024)
+        answer = await pool.request("POST", pool.path("/x"), b"{}", HEADERS, QUICK)
+        with pytest.raises(AnswerTooLarge, match="larger than 10,240 bytes"):
+            await answer.read()
+        await asyncio.wait_for(srv.closed.wait(), 10)  # not kept, not pooled
+        pool.close()

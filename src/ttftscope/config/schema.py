@@ -206,6 +206,23 @@ class GatewaySettings(_Section):
     # re-check every Nth incremental encode against a full one, off the hot path (0: never)
     shadow_every: int = Field(default=1000, ge=0)
     max_body_mb: float = Field(default=64.0, gt=0, le=4096, allow_inf_nan=False)
+    # a request's head (request line and headers) in KB, and its number of headers: past
+    # either the client gets a 431 and the connection closes
+    max_header_kb: int = Field(default=64, ge=1, le=65536)
+    max_headers: int = Field(default=100, ge=1, le=10_000)
+    # seconds from a connection's opening (or a request's first byte) to its last header,
+    # and from there to the body's last byte; past either a 408 and the connection closes
+    header_timeout_s: float = Field(default=15.0, gt=0, le=3600, allow_inf_nan=False)
+    body_timeout_s: float = Field(default=60.0, gt=0, le=3600, allow_inf_nan=False)
+    # seconds a keep-alive connection waits for its next request (longer than the ~5 s
+    # clients keep theirs: a client reusing a connection the gateway is closing fails)
+    idle_timeout_s: float = Field(default=15.0, gt=0, le=3600, allow_inf_nan=False)
+    # seconds one exchange may take, a stream to its last event included: a 100K-token
+    # agent turn can stream for many minutes on a busy server
+    request_timeout_s: float = Field(default=3600.0, gt=0, le=86400, allow_inf_nan=False)
+    # MB of a whole (non-stream) upstream answer the gateway holds; past it a 502. Streams
+    # are relayed as they come and have no such cap
+    max_answer_mb: float = Field(default=128.0, gt=0, le=4096, allow_inf_nan=False)
     # messages (or Responses input items) in one request: Claude Code sessions reach a few
     # thousand; rendering 20K messages alone takes ~0.3 s
     max_messages: int = Field(default=20_000, ge=1)
@@ -300,6 +317,13 @@ EXPECTED: dict[str, str] = {
     "gateway.verify_first": "a whole number >= 0 (0: none), e.g. 3",
     "gateway.shadow_every": "a whole number >= 0 (0: never), e.g. 1000",
     "gateway.max_body_mb": "a number of megabytes above 0, e.g. 64",
+    "gateway.max_header_kb": "a whole number of kilobytes from 1, e.g. 64",
+    "gateway.max_headers": "a whole number of headers from 1, e.g. 100",
+    "gateway.header_timeout_s": "a number of seconds above 0 and at most 3600, e.g. 15",
+    "gateway.body_timeout_s": "a number of seconds above 0 and at most 3600, e.g. 60",
+    "gateway.idle_timeout_s": "a number of seconds above 0 and at most 3600, e.g. 15",
+    "gateway.request_timeout_s": "a number of seconds above 0 and at most 86400, e.g. 3600",
+    "gateway.max_answer_mb": "a number of megabytes above 0, e.g. 128",
     "gateway.max_messages": "a whole number of messages from 1, e.g. 20000",
     "gateway.encode_workers": "a whole number of threads from 1 to 64, e.g. 2",
     "gateway.encode_queue": "a whole number >= 0 of waiting encodes, e.g. 16",

@@ -24,7 +24,9 @@ _OPENAI_TYPES = {
     401: "AuthenticationError",
     404: "NotFoundError",
     405: "BadRequestError",
+    408: "TimeoutError",
     413: "BadRequestError",
+    431: "BadRequestError",
     502: "BadGatewayError",
     503: "ServiceUnavailableError",
     504: "TimeoutError",
@@ -36,7 +38,9 @@ _ANTHROPIC_TYPES = {
     403: "permission_error",
     404: "not_found_error",
     405: "invalid_request_error",
+    408: "timeout_error",
     413: "request_too_large",
+    431: "request_too_large",
     429: "rate_limit_error",
     503: "overloaded_error",
     504: "timeout_error",
@@ -92,14 +96,18 @@ def error_response(
     return openai_error(status, message, headers=headers)
 
 
-def stream_error(fmt: ErrorFormat, message: str) -> bytes:
-    """An SSE event that ends a stream whose headers are gone, in the API's own shape.
+def stream_error(fmt: ErrorFormat, message: str, *, status: int = 502) -> bytes:
+    """An SSE event that ends a stream whose headers are gone, in the API's own shape
+    (``status``: the error status the answer would have had, 504 for a deadline).
 
     >>> stream_error("anthropic", "broke off")[:20]
     b'event: error\\ndata: {'
     """
     if fmt == "anthropic":
-        err = {"type": "error", "error": {"type": "api_error", "message": message}}
+        kind = _ANTHROPIC_TYPES.get(status, "api_error")
+        err = {"type": "error", "error": {"type": kind, "message": message}}
         return b"event: error\ndata: " + orjson.dumps(err) + b"\n\n"
-    body = {"error": {"message": message, "type": "BadGatewayError", "code": 502}}
+    body = {
+        "error": {"message": message, "type": _OPENAI_TYPES.get(status, "APIError"), "code": status}
+    }
     return b"data: " + orjson.dumps(body) + b"\n\n"

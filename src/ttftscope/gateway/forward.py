@@ -25,7 +25,7 @@ from starlette.responses import Response, StreamingResponse
 
 from ttftscope.errors import TransportFailure
 from ttftscope.gateway.apierrors import ErrorFormat, error_response, stream_error
-from ttftscope.gateway.hop import Answer, HopError
+from ttftscope.gateway.hop import Answer, AnswerTooLarge, HopError
 from ttftscope.gateway.hoptrace import CURRENT, UPSTREAM
 from ttftscope.gateway.metrics import GatewayMetrics
 from ttftscope.gateway.upstreams import Upstream
@@ -78,6 +78,11 @@ async def forward(
     if resp.status != 200 or not stream:
         try:
             body = await resp.read()
+        except AnswerTooLarge as exc:
+            mb = f"{exc.limit / (1 << 20):g} MB"
+            return error_response(
+                fmt, 502, f"upstream {up.name!r} answered more than {mb} (gateway.max_answer_mb)"
+            )
         except HopError as exc:
             return error_response(fmt, 502, f"upstream {up.name!r} broke off its answer ({exc})")
         if resp.status != 200:

@@ -6,8 +6,8 @@ rather than a general client. Measured against a trivial streaming upstream on t
 2-core machines, a bare relay adds 0.50-0.65 ms p50 to time to first token on aiohttp and
 0.29-0.38 ms on this; the whole gateway in text mode went from 0.76 to 0.38-0.43 ms
 (``benchmarks/gateway_hop.py``). It does what the gateway needs and nothing else:
-``GET``/``POST`` with a prepared body, answers read whole or as they arrive (chunked,
-sized, or up to the close), a connect and a between-reads timeout, TLS for ``https``
+``GET``/``POST`` with a prepared body, answers read whole (up to a cap) or as they arrive
+(chunked, sized, or up to the close), a connect and a between-reads timeout, TLS for ``https``
 upstreams, and back-pressure (reading pauses while a slow client has not taken what came).
 
 Failures are one exception, :class:`HopError`, whose ``kind`` is how the exchange failed in
@@ -42,6 +42,8 @@ _LOW_WATER = 1 << 18
 # server is closing fails the request
 _KEEPALIVE_S = 4.0
 _MAX_IDLE = 256
+# a whole answer larger than this is refused unless the pool says otherwise
+MAX_ANSWER = 128 << 20
 
 
 class HopError(Exception):
@@ -50,6 +52,14 @@ class HopError(Exception):
     def __init__(self, kind: TransportFailure, message: str) -> None:
         super().__init__(message)
         self.kind = kind
+
+
+class AnswerTooLarge(HopError):
+    """A whole answer past the pool's ``max_answer`` bytes: read no further, not kept."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(TransportFailure.BROKEN, f"an answer larger than {limit:,} bytes")
+        self.limit = limit
 
 
 @dataclass(frozen=True)
@@ -228,9 +238,23 @@ class Answer:
         self._pool, self._conn = pool, conn
 
     async def read(self) -> bytes:
-        """The whole body; the connection goes back to the pool, or is closed on failure."""
+        """The whole body; the connection goes back to the pool, or is closed on failure.
+
+        An answer past the pool's ``max_answer`` is :class:`AnswerTooLarge`, raised as soon
+        as its ``Content-Length`` or its bytes so far say so: it is never held whole.
+        """
+        limit = self._pool.max_answer
+        parts: list[bytes] = []
+        size = 0
         try:
-            parts = [chunk async for chunk in self.chunks()]
+            declared = self.headers.get("content-length", "")
+            if declared.isdigit() and int(declared) > limit:
+                raise AnswerTooLarge(limit)
+            async for chunk in self.chunks():
+                size += len(chunk)
+                if size > limit:
+                    raise AnswerTooLarge(limit)
+                parts.append(chunk)
         except BaseException:
             self.close()
             raise
@@ -252,13 +276,15 @@ class Answer:
 
 
 class UpstreamPool:
-    """Keep-alive connections to one server; ``base_url`` as in the configuration."""
+    """Keep-alive connections to one server; ``base_url`` as in the configuration,
+    ``max_answer`` the most bytes of a whole answer :meth:`Answer.read` holds."""
 
-    def __init__(self, base_url: str) -> None:
+    def __init__(self, base_url: str, max_answer: int = MAX_ANSWER) -> None:
         url = urlsplit(base_url)
         if url.scheme not in ("http", "https") or not url.hostname:
             raise ValueError(f"an upstream base_url must be http(s)://host[:port]/…: {base_url}")
         self.host = url.hostname
+        self.max_answer = max_answer
         self.tls = url.scheme == "https"
         self.port = url.port or (443 if self.tls else 80)
         self._prefix = url.path.rstrip("/")

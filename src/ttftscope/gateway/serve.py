@@ -16,6 +16,7 @@ import uvicorn
 
 from ttftscope.config.schema import GatewaySettings
 from ttftscope.gateway.app import create_app
+from ttftscope.gateway.bounds import bounded_protocol
 from ttftscope.gateway.heap import limit_arenas
 from ttftscope.gateway.state import Gateway
 from ttftscope.threadserver import ThreadServer
@@ -29,6 +30,7 @@ def serve(settings: GatewaySettings, emitter: SpanEmitter | None = None) -> None
     and mismatch warnings) goes to stderr from INFO up; it holds no keys and no prompt text.
     Two malloc arenas (:mod:`~ttftscope.gateway.heap`): RSS stays near the session cache.
     With an ``emitter`` every request is traced.
+    Connections keep the bounds of :mod:`~ttftscope.gateway.bounds` (sizes, timeouts).
     """
     limit_arenas(2)
     handler = logging.StreamHandler(sys.stderr)
@@ -42,7 +44,7 @@ def serve(settings: GatewaySettings, emitter: SpanEmitter | None = None) -> None
         port=settings.port,
         log_level="warning",
         loop="uvloop",
-        http="httptools",
+        http=bounded_protocol(settings),
         access_log=False,
     )
 
@@ -67,6 +69,7 @@ class BackgroundGateway(ThreadServer):
             start_timeout_s=120,  # start-up probes every upstream once
             graceful_s=2,
             hint="see the log lines above for the upstream that failed",
+            http=bounded_protocol(settings),  # the limits serve() keeps
         )
 
     @property

@@ -112,6 +112,7 @@ class Gateway:
                 env=self.env,
                 pool=self.pool,
                 loaded=loaded,
+                max_answer=int(self.settings.max_answer_mb * (1 << 20)),
             )
             self.metrics.upstream_api.labels(up.name, up.api or "text").set(1)
             if up.version is not None or up.settings.mode == "ids":

@@ -42,7 +42,7 @@ import orjson
 
 from ttftscope.config.redact import redact
 from ttftscope.config.schema import UpstreamSettings
-from ttftscope.gateway.hop import Answer, HopError, HopTimeouts, UpstreamPool
+from ttftscope.gateway.hop import MAX_ANSWER, Answer, HopError, HopTimeouts, UpstreamPool
 from ttftscope.gateway.jsoncodec import dumps
 from ttftscope.gateway.sessions import SessionCache
 from ttftscope.gateway.workpool import WorkPool
@@ -146,15 +146,17 @@ class Upstream:
         env: Mapping[str, str],
         pool: WorkPool | None = None,
         loaded: dict[Path, Tokenizer] | None = None,
+        max_answer: int = MAX_ANSWER,
     ) -> None:
         """Open the connection pool, load the tokenizer, list models, choose the ids API.
 
-        Long encodes run on ``pool``; ``loaded`` holds the tokenizers already loaded by model
+        Whole answers past ``max_answer`` bytes are refused; long encodes run on ``pool``;
+        ``loaded`` holds the tokenizers already loaded by model
         folder (another upstream serving the same model shares its ~25 MB tokenizer).
         """
         var = self.settings.api_key_env
         self.api_key = env.get(var) if var else None
-        self.pool = UpstreamPool(self.settings.base_url)
+        self.pool = UpstreamPool(self.settings.base_url, max_answer=max_answer)
         if self.settings.mode == "ids":
             self._load_tokenizer(cache_bytes, shadow_every, pool=pool, loaded=loaded)
         await self.refresh_models(force=True)
