@@ -2,24 +2,41 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from ttftscope.records import RequestRecord
 from ttftscope.tracing.join import apply_spans, join_records
-from ttftscope.tracing.otlp import Span
+from ttftscope.tracing.otlp import AttrValue, Span
 
 T0_NS = 1_700_000_000_000_000_000  # the record's client start, as unix ns
 TRACE = "ab" * 16
 
 
-def _rec(trace: str | None = TRACE, **fields: object) -> RequestRecord:
-    return RequestRecord(run_id="r", index=0, variant="chat", phase="warm", ok=True,
-                         trace_id=trace, t_wall=T0_NS / 1e9, wire_ttft_ms=60.0, **fields)
+def _rec(trace: str | None = TRACE, **fields: Any) -> RequestRecord:
+    return RequestRecord(
+        run_id="r",
+        index=0,
+        variant="chat",
+        phase="warm",
+        ok=True,
+        trace_id=trace,
+        t_wall=T0_NS / 1e9,
+        wire_ttft_ms=60.0,
+        **fields,
+    )
 
 
-def _vllm(trace: str = TRACE, *, ttft: float = 0.050, queue: float = 0.004,
-          prefill: float = 0.030, request_id: str | None = None) -> Span:
-    attrs: dict[str, object] = {
+def _vllm(
+    trace: str = TRACE,
+    *,
+    ttft: float = 0.050,
+    queue: float = 0.004,
+    prefill: float = 0.030,
+    request_id: str | None = None,
+) -> Span:
+    attrs: dict[str, AttrValue] = {
         "gen_ai.latency.time_to_first_token": ttft,
         "gen_ai.latency.time_in_queue": queue,
         "gen_ai.latency.time_in_model_prefill": prefill,
@@ -27,19 +44,46 @@ def _vllm(trace: str = TRACE, *, ttft: float = 0.050, queue: float = 0.004,
     }
     if request_id is not None:
         attrs["gen_ai.request.id"] = request_id
-    return Span(trace, "11" * 8, "22" * 8, "llm_request", "vllm", T0_NS + 5_000_000,
-                T0_NS + 80_000_000, attrs)  # type: ignore[arg-type]
+    return Span(
+        trace,
+        "11" * 8,
+        "22" * 8,
+        "llm_request",
+        "vllm",
+        T0_NS + 5_000_000,
+        T0_NS + 80_000_000,
+        attrs,
+    )
 
 
 def _gateway_spans() -> list[Span]:
     g = "33" * 8
+
     def child(name: str, start_ms: float, end_ms: float, **attrs: int) -> Span:
-        return Span(TRACE, f"{len(name):016x}", g, name, "ttftscope-gateway",
-                    T0_NS + int(start_ms * 1e6), T0_NS + int(end_ms * 1e6), attrs)
+        return Span(
+            TRACE,
+            f"{len(name):016x}",
+            g,
+            name,
+            "ttftscope-gateway",
+            T0_NS + int(start_ms * 1e6),
+            T0_NS + int(end_ms * 1e6),
+            attrs,
+        )
+
     return [
-        Span(TRACE, g, "44" * 8, "gateway", "ttftscope-gateway", T0_NS + 1_000_000,
-             T0_NS + 90_000_000),
-        child("encode", 2.0, 3.5, **{"ttftscope.tokens.reused": 800, "ttftscope.tokens.encoded": 100}),
+        Span(
+            TRACE,
+            g,
+            "44" * 8,
+            "gateway",
+            "ttftscope-gateway",
+            T0_NS + 1_000_000,
+            T0_NS + 90_000_000,
+        ),
+        child(
+            "encode", 2.0, 3.5, **{"ttftscope.tokens.reused": 800, "ttftscope.tokens.encoded": 100}
+        ),
         child("upstream", 4.0, 89.0),
     ]
 
@@ -76,14 +120,19 @@ def test_gateway_time_is_received_to_sent_upstream_and_spans_are_relative() -> N
     by_name = {s.name: s for s in rec.spans}
     assert [s.service for s in rec.spans] == ["gateway", "gateway", "gateway", "server"]
     assert (by_name["encode"].start_ms, by_name["encode"].end_ms) == pytest.approx((2.0, 3.5))
-    assert by_name["encode"].counts == {"ttftscope.tokens.reused": 800,
-                                        "ttftscope.tokens.encoded": 100}
+    assert by_name["encode"].counts == {
+        "ttftscope.tokens.reused": 800,
+        "ttftscope.tokens.encoded": 100,
+    }
     assert by_name["llm_request"].counts == {"gen_ai.usage.prompt_tokens": 900}
 
 
 def test_records_join_by_trace_id_or_by_request_id_and_others_are_left_alone() -> None:
     by_trace, by_request_id, unmatched, no_id = (
-        _rec("ab" * 16), _rec("cd" * 16), _rec("ef" * 16), _rec(None)
+        _rec("ab" * 16),
+        _rec("cd" * 16),
+        _rec("ef" * 16),
+        _rec(None),
     )
     spans = [_vllm("ab" * 16), _vllm("99" * 16, request_id="chatcmpl-" + "cd" * 16)]
     assert join_records([by_trace, by_request_id, unmatched, no_id], spans) == 2

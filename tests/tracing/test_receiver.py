@@ -135,8 +135,9 @@ def test_json_exports_are_answered_in_json(receiver: TraceReceiver) -> None:
 
 def test_protobuf_exports_get_an_export_response(receiver: TraceReceiver) -> None:
     status, answer, ctype = _post(
-        receiver, gzip.compress(b""), {"Content-Type": "application/x-protobuf",
-                                       "Content-Encoding": "gzip"}
+        receiver,
+        gzip.compress(b""),
+        {"Content-Type": "application/x-protobuf", "Content-Encoding": "gzip"},
     )
     assert (status, ctype) == (200, "application/x-protobuf")
     assert ExportTraceServiceResponse.FromString(answer).partial_success.rejected_spans == 0

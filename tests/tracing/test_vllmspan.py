@@ -27,18 +27,31 @@ def test_the_sent_id_is_found_inside_vllms_id(vllm_id: str | None, expected: str
 
 
 def test_seconds_become_ms_and_missing_or_odd_values_none() -> None:
-    span = Span(SENT, "cd" * 8, None, "llm_request", "vllm", 0, 1, {
-        "gen_ai.latency.time_to_first_token": 0.25,
-        "gen_ai.latency.time_in_queue": 0,
-        "gen_ai.latency.time_in_model_prefill": "0.1",
-        "gen_ai.latency.time_in_model_decode": True,
-        "gen_ai.latency.e2e": float("nan"),
-        "gen_ai.usage.completion_tokens": 16,
-    })
+    span = Span(
+        SENT,
+        "cd" * 8,
+        None,
+        "llm_request",
+        "vllm",
+        0,
+        1,
+        {
+            "gen_ai.latency.time_to_first_token": 0.25,
+            "gen_ai.latency.time_in_queue": 0,
+            "gen_ai.latency.time_in_model_prefill": "0.1",
+            "gen_ai.latency.time_in_model_decode": True,
+            "gen_ai.latency.e2e": float("nan"),
+            "gen_ai.usage.completion_tokens": 16,
+        },
+    )
     t = vllm_timing(span)
     assert t is not None
     assert (t.server_ttft_ms, t.queue_ms, t.prefill_ms, t.decode_ms, t.e2e_ms) == (
-        250.0, 0.0, None, None, None,
+        250.0,
+        0.0,
+        None,
+        None,
+        None,
     )
     assert (t.completion_tokens, t.frontend_ms, t.request_id) == (16, None, None)
 

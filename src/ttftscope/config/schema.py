@@ -25,6 +25,7 @@ from pydantic import (
 from ttftscope.config.checks import check_api_key, check_base_url, check_http_url
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
+DEFAULT_TRACE_RECEIVER_PORT = 14318  # OTLP/HTTP is 4318; this one is ttftscope's own
 
 
 @dataclass(frozen=True)
@@ -156,6 +157,10 @@ class ObservabilitySettings(_Section):
     # also write each request body (prompt text!) to requests.jsonl beside the records, so
     # doctor and prefix-diff can find dynamic prefixes; off unless the user asks
     log_requests: bool = False
+    # where ttftscope's OTLP/HTTP trace receiver listens on 127.0.0.1 while a probe or bench
+    # reads vLLM's per-request spans; `local-server start` points vLLM's exporter at it.
+    # Not 4317/4318, so a collector there keeps its ports; 0: no receiver, no traces
+    trace_receiver_port: int = Field(default=DEFAULT_TRACE_RECEIVER_PORT, ge=0, le=65535)
 
 
 class TokenizerSettings(_Section):
@@ -280,6 +285,7 @@ EXPECTED: dict[str, str] = {
     "observability.record_queue_ms": "true or false",
     "observability.records_dir": 'a directory path string, e.g. "ttftscope-records"',
     "observability.log_requests": "true or false",
+    "observability.trace_receiver_port": "a port number from 1 to 65535, or 0 for none, e.g. 14318",
     "tokenizer.path": "a path string",
     "gateway.host": 'an address to listen on, e.g. "127.0.0.1"',
     "gateway.port": "a port number from 1 to 65535, e.g. 8100",
