@@ -161,6 +161,9 @@ class ObservabilitySettings(_Section):
     # reads vLLM's per-request spans; `local-server start` points vLLM's exporter at it.
     # Not 4317/4318, so a collector there keeps its ports; 0: no receiver, no traces
     trace_receiver_port: int = Field(default=DEFAULT_TRACE_RECEIVER_PORT, ge=0, le=65535)
+    # probe and bench run the receiver: "auto" when the target is the local server started
+    # with traces, "on" always (a vLLM you started with --otlp-traces-endpoint to the port)
+    read_traces: Literal["auto", "on", "off"] = "auto"
 
 
 class TokenizerSettings(_Section):
@@ -286,6 +289,7 @@ EXPECTED: dict[str, str] = {
     "observability.records_dir": 'a directory path string, e.g. "ttftscope-records"',
     "observability.log_requests": "true or false",
     "observability.trace_receiver_port": "a port number from 1 to 65535, or 0 for none, e.g. 14318",
+    "observability.read_traces": '"auto", "on" or "off"',
     "tokenizer.path": "a path string",
     "gateway.host": 'an address to listen on, e.g. "127.0.0.1"',
     "gateway.port": "a port number from 1 to 65535, e.g. 8100",

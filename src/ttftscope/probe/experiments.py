@@ -40,8 +40,11 @@ from ttftscope.metrics.engines import ServerBreakdown, breakdown, queue_depth
 from ttftscope.metrics.prom import MetricsSnapshot, delta
 from ttftscope.metrics.scrape import ascrape
 from ttftscope.probe.limits import check_sizes
+from ttftscope.probe.traced import attach_spans, span_store
 from ttftscope.records import Phase, RecordWriter, RequestRecord, Variant
 from ttftscope.tokenization.loader import Tokenizer
+from ttftscope.tracing.context import new_context
+from ttftscope.tracing.store import SpanStore
 
 _ASSISTANT_REPLY = "Understood. Continuing."
 # ids: each prompt also as text and as token ids to /v1/completions, alternating
@@ -72,6 +75,8 @@ class ProbeOptions:
     salt: str = field(default_factory=lambda: uuid.uuid4().hex[:8])
     metrics_settle_s: float = 3.0
     gateway_url: str | None = None  # also: chat direct vs through this gateway
+    trace_port: int | None = None  # receive vLLM's spans here (127.0.0.1) for the run
+    span_wait_s: float = 3.0  # how long a response waits for its span (vLLM batches them)
 
     @property
     def total_requests(self) -> int:
@@ -120,8 +125,10 @@ class Prober:
         on_record: Callable[[RequestRecord], None] | None = None,
         local_tokenizer: Tokenizer | None = None,
         on_stage: Callable[[str], None] | None = None,
+        spans: SpanStore | None = None,
     ) -> None:
         self.ep, self.opts, self.client = ep, opts, client
+        self.spans = spans
         self.writer, self.on_record = writer, on_record
         self.on_stage = on_stage
         self.tok = local_tokenizer
@@ -154,6 +161,7 @@ class Prober:
             t = time.perf_counter_ns()
             client_tokens = req.tokenize()
             tokenize_ms = (time.perf_counter_ns() - t) / 1e6
+        trace = new_context()
         result = await stream_completion(
             self.client,
             base_url=req.base_url or self.ep.base_url,
@@ -161,10 +169,11 @@ class Prober:
             body=req.body,
             api_key=self.ep.api_key,
             timeout_s=self.ep.timeout_s,
-            headers=self.ep.headers,
+            headers={**self.ep.headers, **trace.headers()},
         )
         who = RequestIdentity(self.run.run_id, self._index, req.variant, phase, context_tokens)
         rec = client_record(result, who, tokenize_ms=tokenize_ms, client_tokens=client_tokens)
+        rec.trace_id = trace.trace_id
         self._index += 1
         if result.error_kind in _FATAL:
             self._emit(rec)
@@ -174,6 +183,8 @@ class Prober:
         elif result.ok:
             rec.waiting_before = queue_depth(before, model=self.ep.model)[1]
             add_server_view(rec, await self._settled_breakdown(before))
+        if self.spans is not None and result.ok:
+            await attach_spans(rec, self.spans, self.opts.span_wait_s)
         self._emit(rec)
         return rec
 
@@ -365,14 +376,16 @@ async def run_probe(
             ep.model = await ep.discover_model(client)
         if max(opts.context_tokens, default=0) > 0:
             check_sizes(opts, await ep.max_model_len(client), ep.model)
-        prober = Prober(
-            ep,
-            opts,
-            client=client,
-            writer=writer,
-            on_record=on_record,
-            local_tokenizer=local_tokenizer,
-            on_stage=on_stage,
-        )
-        prober.run.model = ep.model
-        return await prober.run_all()
+        with span_store(opts.trace_port) as spans:
+            prober = Prober(
+                ep,
+                opts,
+                client=client,
+                writer=writer,
+                on_record=on_record,
+                local_tokenizer=local_tokenizer,
+                on_stage=on_stage,
+                spans=spans,
+            )
+            prober.run.model = ep.model
+            return await prober.run_all()
