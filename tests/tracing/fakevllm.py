@@ -8,6 +8,7 @@ requests up shows. ``span_skew_s`` adds to the span's TTFT only: the two sources
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 import time
@@ -22,7 +23,7 @@ from opentelemetry.trace import SpanKind
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import PlainTextResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from ttftscope.threadserver import ThreadServer
@@ -46,6 +47,7 @@ def figures(n: int) -> dict[str, float]:
 class _State:
     endpoint: str | None  # None: vLLM started without --otlp-traces-endpoint
     span_skew_s: float = 0.0
+    first_token_s: float = 0.0
     sums: dict[str, float] = field(default_factory=lambda: dict.fromkeys(_HISTOGRAMS, 0.0))
     count: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -110,6 +112,7 @@ def _app(state: _State) -> Starlette:
         request_id = f"chatcmpl-{sent}"
 
         async def stream() -> AsyncIterator[bytes]:
+            await asyncio.sleep(state.first_token_s)  # requests overlap under concurrency
             chunk = {"id": request_id, "object": "chat.completion.chunk", "model": MODEL}
             yield _sse({**chunk, "choices": [{"index": 0, "delta": {"content": "ok"}}]})
             done = {"index": 0, "delta": {}, "finish_reason": "stop"}
@@ -124,10 +127,15 @@ def _app(state: _State) -> Starlette:
     async def metrics(request: Request) -> Response:
         return PlainTextResponse(state.metrics())
 
+    async def models(request: Request) -> Response:
+        card = {"id": MODEL, "object": "model", "max_model_len": 131072}
+        return JSONResponse({"object": "list", "data": [card]})
+
     return Starlette(
         routes=[
             Route("/v1/chat/completions", chat, methods=["POST"]),
             Route("/metrics", metrics, methods=["GET"]),
+            Route("/v1/models", models, methods=["GET"]),
         ]
     )
 
@@ -135,8 +143,10 @@ def _app(state: _State) -> Starlette:
 class TracedVllm(ThreadServer):
     """The stand-in on 127.0.0.1, exporting its spans to ``endpoint``."""
 
-    def __init__(self, endpoint: str | None, *, span_skew_s: float = 0.0) -> None:
-        self.state = _State(endpoint, span_skew_s)
+    def __init__(
+        self, endpoint: str | None, *, span_skew_s: float = 0.0, first_token_s: float = 0.0
+    ) -> None:
+        self.state = _State(endpoint, span_skew_s, first_token_s)
         super().__init__(_app(self.state), name="traced fake vLLM")
 
     @property

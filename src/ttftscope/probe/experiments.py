@@ -40,10 +40,11 @@ from ttftscope.metrics.engines import ServerBreakdown, breakdown, queue_depth
 from ttftscope.metrics.prom import MetricsSnapshot, delta
 from ttftscope.metrics.scrape import ascrape
 from ttftscope.probe.limits import check_sizes
-from ttftscope.probe.traced import attach_spans, span_store
 from ttftscope.records import Phase, RecordWriter, RequestRecord, Variant
 from ttftscope.tokenization.loader import Tokenizer
 from ttftscope.tracing.context import new_context
+from ttftscope.tracing.join import await_spans
+from ttftscope.tracing.receiver import receiving
 from ttftscope.tracing.store import SpanStore
 
 _ASSISTANT_REPLY = "Understood. Continuing."
@@ -184,7 +185,7 @@ class Prober:
             rec.waiting_before = queue_depth(before, model=self.ep.model)[1]
             add_server_view(rec, await self._settled_breakdown(before))
         if self.spans is not None and result.ok:
-            await attach_spans(rec, self.spans, self.opts.span_wait_s)
+            await await_spans(rec, self.spans, self.opts.span_wait_s)
         self._emit(rec)
         return rec
 
@@ -376,7 +377,7 @@ async def run_probe(
             ep.model = await ep.discover_model(client)
         if max(opts.context_tokens, default=0) > 0:
             check_sizes(opts, await ep.max_model_len(client), ep.model)
-        with span_store(opts.trace_port) as spans:
+        with receiving(opts.trace_port) as spans:
             prober = Prober(
                 ep,
                 opts,

@@ -36,6 +36,7 @@ from ttftscope.tracing.names import (
     VLLM_SPAN,
 )
 from ttftscope.tracing.otlp import Span
+from ttftscope.tracing.store import SpanStore
 from ttftscope.tracing.vllmspan import (
     COMPLETION_TOKENS,
     PROMPT_TOKENS,
@@ -97,6 +98,22 @@ def join_records(records: Sequence[RequestRecord], spans: Sequence[Span]) -> int
             apply_spans(rec, found)
             joined += rec.part_sources.get("server_ttft_ms") == "span"
     return joined
+
+
+async def await_spans(rec: RequestRecord, store: SpanStore, wait_s: float) -> RequestRecord:
+    """Wait up to ``wait_s`` for vLLM's span of ``rec`` (vLLM exports it a batch delay after
+    the request finishes), then :func:`apply_spans` what arrived; the same record."""
+    if rec.trace_id is None:
+        return rec
+    spans = await store.wait_async(rec.trace_id, (VLLM_SPAN,), timeout_s=wait_s)
+    if spans:
+        apply_spans(rec, spans)
+    if not any(s.name == VLLM_SPAN for s in spans):
+        rec.notes.append(
+            f"no vLLM span for this request within {wait_s:g} s (does vLLM export to this "
+            "receiver: --otlp-traces-endpoint, OTEL_EXPORTER_OTLP_TRACES_PROTOCOL=http/protobuf?)"
+        )
+    return rec
 
 
 def apply_spans(rec: RequestRecord, spans: Sequence[Span]) -> RequestRecord:

@@ -13,8 +13,10 @@ True
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import threading
+from collections.abc import Iterator
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -88,6 +90,21 @@ class TraceReceiver:
         self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.stop()
+
+
+@contextlib.contextmanager
+def receiving(port: int | None) -> Iterator[SpanStore | None]:
+    """A receiver on ``127.0.0.1:port`` for the block, and its store; None without a port.
+
+    >>> with receiving(None) as store:
+    ...     store is None
+    True
+    """
+    if port is None:
+        yield None
+        return
+    with TraceReceiver(port) as receiver:
+        yield receiver.store
 
 
 def _response_body(media: str) -> bytes:

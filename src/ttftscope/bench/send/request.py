@@ -31,6 +31,7 @@ from ttftscope.client.apis import API_PATHS, Api
 from ttftscope.client.stream import StreamResult
 from ttftscope.decompose import RequestIdentity, client_record
 from ttftscope.records import Phase, RequestRecord
+from ttftscope.tracing.context import new_context
 
 
 def encode_stream_body(body: Mapping[str, object], api: Api = "chat") -> bytes:
@@ -150,13 +151,15 @@ async def send(
     t = time.perf_counter_ns()
     content = encode_stream_body(body, who.api)
     serialize_ms = (time.perf_counter_ns() - t) / 1e6
+    trace = new_context()
     result, stamps = await client.stream(
         who.target.base_url.rstrip("/") + API_PATHS[who.api],
         content,
         api_key=who.target.api_key,
         timeout_s=timeout_s,
-        headers=who.target.headers,
+        headers={**who.target.headers, **trace.headers()},
         api=who.api,
     )
     rec, gaps = bench_record(result, who, serialize_ms, stamps)
+    rec.trace_id = trace.trace_id
     return Sent(rec, gaps, result)
