@@ -8,7 +8,7 @@ import pytest
 
 from ttftscope.records import RequestRecord
 from ttftscope.tracing.join import apply_spans, join_records
-from ttftscope.tracing.otlp import AttrValue, Span
+from ttftscope.tracing.otlpdecode import AttrValue, Span
 
 T0_NS = 1_700_000_000_000_000_000  # the record's client start, as unix ns
 TRACE = "ab" * 16

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from ttftscope.tracing.otlp import Span
+from ttftscope.tracing.otlpdecode import Span
 from ttftscope.tracing.store import SpanStore
 
 

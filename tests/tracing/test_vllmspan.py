@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ttftscope.tracing.otlp import Span
+from ttftscope.tracing.otlpdecode import Span
 from ttftscope.tracing.vllmspan import sent_request_id, vllm_timing
 
 SENT = "0123456789abcdef0123456789abcdef"

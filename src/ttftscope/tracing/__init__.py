@@ -5,7 +5,7 @@ so every request carries ``traceparent`` and ``X-Request-Id`` at no cost; spans 
 built when tracing is on.
 
 Reading: :mod:`~ttftscope.tracing.receiver` (an OTLP/HTTP receiver on 127.0.0.1) fills a
-:mod:`~ttftscope.tracing.store`; :mod:`~ttftscope.tracing.otlp` reads export bodies into
+:mod:`~ttftscope.tracing.store`; :mod:`~ttftscope.tracing.otlpdecode` reads export bodies into
 :class:`Span`; :mod:`~ttftscope.tracing.vllmspan` reads vLLM's ``llm_request`` span;
 :mod:`~ttftscope.tracing.join` fills records from their trace's spans. Importing them needs
 only the standard library; decoding a body needs ``opentelemetry-proto`` (the extra).
@@ -13,7 +13,7 @@ only the standard library; decoding a body needs ``opentelemetry-proto`` (the ex
 
 from ttftscope.tracing.context import TraceContext, new_context, parse_traceparent
 from ttftscope.tracing.join import apply_spans, await_spans, join_records
-from ttftscope.tracing.otlp import OtlpError, Span, decode_export
+from ttftscope.tracing.otlpdecode import OtlpError, Span, decode_export
 from ttftscope.tracing.receiver import TraceReceiver, receiving
 from ttftscope.tracing.store import SpanStore
 from ttftscope.tracing.vllmspan import VllmTiming, vllm_timing

@@ -9,7 +9,7 @@ timestamps, so they should). The gateway's spans give ``gateway_ms``; every span
 becomes a :class:`~ttftscope.records.SpanTiming`, in ms from the record's client start.
 
 >>> from ttftscope.records import RequestRecord
->>> from ttftscope.tracing.otlp import Span
+>>> from ttftscope.tracing.otlpdecode import Span
 >>> rec = RequestRecord(run_id="r", index=0, variant="chat", phase="warm", ok=True,
 ...                     wire_ttft_ms=50.0, t_wall=1.0, trace_id="ab" * 16)
 >>> vllm = Span("ab" * 16, "cd" * 8, None, "llm_request", "vllm", 1_002_000_000, 1_060_000_000,
@@ -35,7 +35,7 @@ from ttftscope.tracing.names import (
     REUSED_TOKENS,
     VLLM_SPAN,
 )
-from ttftscope.tracing.otlp import Span
+from ttftscope.tracing.otlpdecode import Span
 from ttftscope.tracing.store import SpanStore
 from ttftscope.tracing.vllmspan import (
     COMPLETION_TOKENS,

@@ -23,7 +23,7 @@ from types import TracebackType
 from typing import Self
 
 from ttftscope.errors import TtftscopeError
-from ttftscope.tracing.otlp import JSON, PROTOBUF, OtlpError, decode_export
+from ttftscope.tracing.otlpdecode import JSON, PROTOBUF, OtlpError, decode_export
 from ttftscope.tracing.store import DEFAULT_MAX_TRACES, SpanStore
 
 HOST = "127.0.0.1"

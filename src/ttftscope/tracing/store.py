@@ -7,7 +7,7 @@ carries (our ``X-Request-Id``), for a request whose ``traceparent`` did not reac
 
 The oldest traces are dropped beyond ``max_traces``, so a long run cannot grow it unbounded.
 
->>> from ttftscope.tracing.otlp import Span
+>>> from ttftscope.tracing.otlpdecode import Span
 >>> store = SpanStore(max_traces=2)
 >>> store.add([Span("ab" * 16, "cd" * 8, None, "llm_request", "vllm", 0, 1)])
 >>> [s.name for s in store.wait("ab" * 16, timeout_s=0)]
@@ -25,7 +25,7 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
 from ttftscope.tracing.names import VLLM_SPAN
-from ttftscope.tracing.otlp import Span
+from ttftscope.tracing.otlpdecode import Span
 from ttftscope.tracing.vllmspan import REQUEST_ID, sent_request_id
 
 DEFAULT_MAX_TRACES = 20_000

@@ -18,7 +18,7 @@ Its latency attributes are seconds, from the same timestamps as the ``/metrics``
 ``/v1/chat/completions``, ``cmpl-<id>-<n>`` on ``/v1/completions`` (``n`` = prompt index);
 the engine's own ``-<8 random chars>`` suffix is not in it (it keeps the external id).
 
->>> from ttftscope.tracing.otlp import Span
+>>> from ttftscope.tracing.otlpdecode import Span
 >>> span = Span("ab" * 16, "cd" * 8, None, "llm_request", "vllm", 0, 1, {
 ...     "gen_ai.latency.time_in_queue": 0.002, "gen_ai.latency.time_to_first_token": 0.0305,
 ...     "gen_ai.request.id": "chatcmpl-" + "ef" * 16})
@@ -34,7 +34,7 @@ import re
 from dataclasses import dataclass
 
 from ttftscope.tracing.names import VLLM_SPAN
-from ttftscope.tracing.otlp import AttrValue, Span
+from ttftscope.tracing.otlpdecode import AttrValue, Span
 
 QUEUE = "gen_ai.latency.time_in_queue"
 TTFT = "gen_ai.latency.time_to_first_token"

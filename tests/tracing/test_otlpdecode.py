@@ -17,7 +17,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as PbSpan
 
 from ttftscope.errors import TtftscopeError
-from ttftscope.tracing.otlp import (
+from ttftscope.tracing.otlpdecode import (
     JSON,
     PROTOBUF,
     OtlpError,
@@ -242,7 +242,7 @@ def test_other_encodings_are_unsupported_media(ctype: str | None, encoding: str 
 
 
 def test_a_gzip_bomb_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("ttftscope.tracing.otlp.MAX_INFLATED_BYTES", 1000)
+    monkeypatch.setattr("ttftscope.tracing.otlpdecode.MAX_INFLATED_BYTES", 1000)
     with pytest.raises(OtlpError, match="inflates to more than 1000 bytes"):
         decode_export(gzip.compress(b"\0" * 5000), PROTOBUF, "gzip")
 
