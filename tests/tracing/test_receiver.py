@@ -174,3 +174,20 @@ def test_stop_frees_the_port_and_is_idempotent() -> None:
     rx.stop()
     with TraceReceiver(port) as again:
         assert again.port == port
+
+
+def test_an_exporter_kept_alive_reaches_the_next_receiver_on_the_port() -> None:
+    first = TraceReceiver().start()
+    provider = _vllm_like_provider(first.endpoint)
+    try:
+        before, after = new_context(), new_context()
+        _emit_llm_request(provider, before.traceparent, f"chatcmpl-{before.request_id}")
+        assert len(first.store.wait(before.trace_id, timeout_s=10)) == 1
+        first.stop()
+        with TraceReceiver(first.port) as second:
+            _emit_llm_request(provider, after.traceparent, f"chatcmpl-{after.request_id}")
+            assert len(second.store.wait(after.trace_id, timeout_s=30)) == 1
+        assert first.store.spans(after.trace_id) == []
+    finally:
+        first.stop()
+        provider.shutdown()

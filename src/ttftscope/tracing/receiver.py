@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import socket
 import threading
 from collections.abc import Iterator
 from http import HTTPStatus
@@ -43,6 +44,8 @@ class TraceReceiver:
         self.rejected = 0  # exports answered 4xx
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        self._connections: set[socket.socket] = set()
+        self._lock = threading.Lock()
 
     @property
     def endpoint(self) -> str:
@@ -80,6 +83,14 @@ class TraceReceiver:
             return
         server.shutdown()
         server.server_close()
+        # An exporter keeps its connection open; left open, a thread of this receiver would
+        # go on answering its exports into a store nobody reads, even after another receiver
+        # took the port. Closed, the exporter reconnects to whoever listens next.
+        with self._lock:
+            open_connections = list(self._connections)
+        for conn in open_connections:
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
         if thread is not None:
             thread.join(timeout=5)
 
@@ -124,6 +135,17 @@ def _handler(receiver: TraceReceiver) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"  # keep-alive: exporters reuse their connection
         server_version = "ttftscope-trace-receiver"
+
+        def setup(self) -> None:
+            super().setup()
+            with receiver._lock:
+                receiver._connections.add(self.connection)
+
+        def finish(self) -> None:
+            with receiver._lock:
+                receiver._connections.discard(self.connection)
+            with contextlib.suppress(OSError):  # the peer (or stop()) closed it first
+                super().finish()
 
         def do_POST(self) -> None:
             if self.path.split("?", 1)[0] != PATH:
