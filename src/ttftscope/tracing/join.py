@@ -110,8 +110,9 @@ async def await_spans(rec: RequestRecord, store: SpanStore, wait_s: float) -> Re
         apply_spans(rec, spans)
     if not any(s.name == VLLM_SPAN for s in spans):
         rec.notes.append(
-            f"no vLLM span for this request within {wait_s:g} s (does vLLM export to this "
-            "receiver: --otlp-traces-endpoint, OTEL_EXPORTER_OTLP_TRACES_PROTOCOL=http/protobuf?)"
+            f"no vLLM span for this request within {wait_s:g} s: does vLLM export here "
+            "(--otlp-traces-endpoint, OTEL_EXPORTER_OTLP_TRACES_PROTOCOL=http/protobuf) "
+            "more often than that (OTEL_BSP_SCHEDULE_DELAY, 5000 ms unless set)?"
         )
     return rec
 
