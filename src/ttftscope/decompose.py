@@ -21,10 +21,16 @@ from dataclasses import dataclass
 
 from ttftscope.client.stream import StreamResult
 from ttftscope.metrics.engines import ServerBreakdown
-from ttftscope.records import Phase, RequestRecord, Variant
+from ttftscope.records import Phase, RequestRecord, ServerPart, Variant
 
 # Histogram sums are exact but come from different processes' clocks; allow rounding noise.
 _TOLERANCE_MS = 1.0
+_SERVER_PARTS: tuple[ServerPart, ...] = (
+    "server_ttft_ms",
+    "queue_ms",
+    "prefill_ms",
+    "server_frontend_ms",
+)
 
 
 def seconds_ms(seconds: float | None) -> float | None:
@@ -103,6 +109,9 @@ def add_server_view(rec: RequestRecord, bd: ServerBreakdown) -> RequestRecord:
     rec.queue_ms = seconds_ms(bd.queue_s)
     rec.prefill_ms = seconds_ms(bd.prefill_s)
     rec.server_frontend_ms = seconds_ms(bd.frontend_s)
+    for part in _SERVER_PARTS:
+        if getattr(rec, part) is not None:
+            rec.part_sources[part] = "histogram"
     if rec.server_ttft_ms is not None and rec.wire_ttft_ms is not None:
         rec.outside_server_ms = rec.wire_ttft_ms - rec.server_ttft_ms
     rec.prefix_queries = bd.prefix_queries

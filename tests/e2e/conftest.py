@@ -18,14 +18,23 @@ from pathlib import Path
 
 import pytest
 
+from ttftscope.config.schema import DEFAULT_TRACE_RECEIVER_PORT
 from ttftscope.localserver import process
 from ttftscope.localserver.install import ensure_vllm_venv, venv_python
 from ttftscope.localserver.model import model_dir
 from ttftscope.localserver.state import HOST, LocalServer
+from ttftscope.localserver.traces import trace_args
 
 # Tool calling as coding agents use it: tool_choice "auto" (vLLM's default when tools are
 # given) needs a tool parser; the tiny model's template writes Hermes-style <tool_call> tags.
-SERVER_ARGS = ("--enable-auto-tool-choice", "--tool-call-parser", "hermes")
+# ... and its per-request spans exported to the trace receiver's default port (tests that read
+# them run the receiver there: tests/e2e/test_traces.py), as `local-server start` does.
+SERVER_ARGS = (
+    "--enable-auto-tool-choice",
+    "--tool-call-parser",
+    "hermes",
+    *trace_args(DEFAULT_TRACE_RECEIVER_PORT),
+)
 # A second, deliberately unhealthy server: fewer sequences than bench sessions (requests
 # wait) and no prefix cache. Started only by the tests that ask for it.
 CONSTRAINED_ARGS = ("--max-num-seqs", "2", "--no-enable-prefix-caching")

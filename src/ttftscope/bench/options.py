@@ -131,6 +131,8 @@ class BenchOptions:
     targets: tuple[TargetSpec, ...] = (TargetSpec("direct"),)
     sample_interval_s: float = 0.25
     drain_s: float = 30.0  # after --duration: how long requests in flight may still finish
+    trace_port: int | None = None  # receive vLLM's spans here (127.0.0.1) for the run
+    span_wait_s: float = 3.0  # how long a finished record waits for its span
 
     @property
     def synthetic_prompts(self) -> int:

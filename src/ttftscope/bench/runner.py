@@ -30,6 +30,7 @@ import httpx
 
 from ttftscope.bench.observe.sampler import Sampler, ScrapeSample, sources_of
 from ttftscope.bench.observe.servers import server_parts
+from ttftscope.bench.observe.spans import SpanJoiner
 from ttftscope.bench.options import BenchOptions, Shard, unique_targets
 from ttftscope.bench.output.bench_summary import RunFacts, summarize_bench
 from ttftscope.bench.output.sink import JsonlSink
@@ -47,6 +48,7 @@ from ttftscope.metrics.scrape import safe_url
 from ttftscope.records import RequestRecord
 from ttftscope.tracing.emit import SpanEmitter
 from ttftscope.tracing.names import CLIENT_SERVICE
+from ttftscope.tracing.receiver import receiving
 from ttftscope.tracing.spans import client_span
 
 SETTLE_S = 3.0
@@ -144,6 +146,7 @@ class _Bench:
         self.interrupted = False
         self.sampler: Sampler | None = None
         self.emitter: SpanEmitter | None = None
+        self.spans: SpanJoiner | None = None
 
     def emit(self, sent: Sent) -> None:
         rec = sent.record
@@ -152,10 +155,16 @@ class _Bench:
         if rec.phase != "warmup":
             self.itl[rec.target or ""].extend(sent.itl_ms)
         self.records.append(rec)
-        if self.sink is not None:
-            self.sink.put(rec)
+        if self.spans is not None:
+            self.spans.later(rec, self._write)  # written once its span is joined
+        else:
+            self._write(rec)
         if self.hooks.on_record is not None:
             self.hooks.on_record(rec)
+
+    def _write(self, rec: RequestRecord) -> None:
+        if self.sink is not None:
+            self.sink.put(rec)
 
     async def warmups(self, client: StreamClient, prep: Prepared) -> None:
         w, n = self.opts.num_warmups, len(self.targets)
@@ -339,6 +348,23 @@ async def run_bench(
         )
     bench = _Bench(ep, opts, files, hooks)
     bench.emitter = emitter
+    with receiving(opts.trace_port) as store:
+        if store is not None:
+            bench.spans = SpanJoiner(store, opts.span_wait_s)
+        run = await _run(bench, ep, opts, files, count_tokens, exclude)
+    run.abort = bench.abort
+    return run
+
+
+async def _run(
+    bench: _Bench,
+    ep: Endpoint,
+    opts: BenchOptions,
+    files: ResultFiles,
+    count_tokens: Callable[[str], int] | None,
+    exclude: set[str] | None,
+) -> BenchRun:
+    hooks = bench.hooks
     async with (
         httpx.AsyncClient(timeout=ep.timeout_s) as http,
         request_client(len(bench.targets)) as client,
@@ -358,8 +384,10 @@ async def run_bench(
             bench.interrupted = True
             raise
         finally:
+            if bench.spans is not None and len(bench.spans):
+                hooks.stage(f"waiting for vLLM's spans of {len(bench.spans)} requests")
+                await bench.spans.drain()
             bench.sink.close()
             run.summary = bench.summary(prep, header)
             _write_json(files.summary, run.summary)
-    run.abort = bench.abort
     return run

@@ -9,6 +9,7 @@ summary of what finished is written and shown.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
@@ -40,6 +41,7 @@ from ttftscope.cli.console import make_console
 from ttftscope.cli.extras import require_extra
 from ttftscope.cli.options import CliState, cli_state, dumps, endpoint_options, excluded_fields
 from ttftscope.cli.progress import fit_description, live_bar
+from ttftscope.cli.traces import trace_port_for
 from ttftscope.client.apis import APIS
 from ttftscope.client.endpoint import Endpoint
 from ttftscope.client.stream import StreamResult, raise_for_result
@@ -220,6 +222,8 @@ def execute_bench(state: CliState, args: BenchArgs) -> BenchRun:
     opts = args.options()
     s = state.load().settings
     ep = Endpoint.from_settings(s, headers=state.headers)
+    if opts.trace_port is None:
+        opts = dataclasses.replace(opts, trace_port=trace_port_for(s, ep.base_url))
     tok = None if s.tokenizer.path is None else load_tokenizer(s.tokenizer.path)
     count: Callable[[str], int] | None = None if tok is None else (lambda t: len(tok.encode(t)))
     label = (opts.label or "bench").replace("/", "-")

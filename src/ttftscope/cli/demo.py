@@ -26,6 +26,7 @@ from ttftscope.cli.report import report
 from ttftscope.config.schema import GatewaySettings, UpstreamSettings
 from ttftscope.localserver import process
 from ttftscope.localserver.model import model_dir
+from ttftscope.localserver.traces import trace_args
 from ttftscope.probe.experiments import AbMode
 
 __all__ = ["demo"]
@@ -159,7 +160,8 @@ def demo(
     for extra in _extras_used(no_gateway, no_bench, as_json):
         require_extra(extra, command="demo")
     state.err.print("preparing the local vLLM (the first run installs ~3.4 GB, then cached)")
-    started = process.ensure_started()
+    traced = trace_args(state.load().settings.observability.trace_receiver_port)
+    started = process.ensure_started(extra_args=traced)
     server = started.server
     try:
         state.set_flag("api.base_url", server.base_url)

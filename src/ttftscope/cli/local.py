@@ -11,10 +11,12 @@ from dataclasses import asdict
 
 import click
 
+from ttftscope.cli.options import cli_state
 from ttftscope.localserver import process
 from ttftscope.localserver.install import ensure_vllm_venv
 from ttftscope.localserver.model import ensure_tiny_model
 from ttftscope.localserver.state import LocalServer
+from ttftscope.localserver.traces import trace_args
 
 __all__ = ["local_server"]
 
@@ -26,6 +28,7 @@ def _show(server: LocalServer, as_json: bool, *, state: str) -> None:
         click.echo(
             f"{state}: {server.base_url} (pid {server.pid})\nmodel: {server.model}\n"
             f"log: {server.log_path}"
+            + (f"\nspans to: 127.0.0.1:{server.trace_port}" if server.trace_port else "")
         )
 
 
@@ -58,12 +61,20 @@ def install() -> None:
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the server as one JSON object.")
 @click.argument("extra_args", nargs=-1, type=click.UNPROCESSED)
-def start(port: int | None, wait_s: float, as_json: bool, extra_args: tuple[str, ...]) -> None:
+@click.pass_context
+def start(
+    ctx: click.Context, port: int | None, wait_s: float, as_json: bool, extra_args: tuple[str, ...]
+) -> None:
     """Start (or reuse) the server; arguments after the options go to vLLM.
+
+    vLLM exports one span per request to ttftscope's trace receiver
+    ([observability] trace_receiver_port; 0: no spans), which probe and bench read.
 
     Example: ttftscope local-server start -- --enable-scale-out
     """
-    _show(process.start(port, extra_args=extra_args, wait_s=wait_s), as_json, state="running")
+    trace_port = cli_state(ctx).load().settings.observability.trace_receiver_port
+    args = (*trace_args(trace_port), *extra_args)  # a flag of the user's own comes last, wins
+    _show(process.start(port, extra_args=args, wait_s=wait_s), as_json, state="running")
 
 
 @local_server.command()

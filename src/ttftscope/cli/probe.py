@@ -21,6 +21,7 @@ from ttftscope.cli.options import (
     run_async,
 )
 from ttftscope.cli.progress import RequestProgress
+from ttftscope.cli.traces import trace_port_for
 from ttftscope.client.endpoint import Endpoint
 from ttftscope.client.stream import StreamResult, raise_for_result
 from ttftscope.config.schema import (
@@ -124,6 +125,8 @@ def execute_probe(
     """
     s = state.load().settings
     ep = Endpoint.from_settings(s, headers=state.headers)
+    if opts.trace_port is None:
+        opts.trace_port = trace_port_for(s, ep.base_url)
     tok = _local_tokenizer(s)
     writer = _open_writer(s, args.result_dir)
     log = _request_logger(state)

@@ -25,6 +25,7 @@ from pydantic import (
 from ttftscope.config.checks import check_api_key, check_base_url, check_http_url
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
+DEFAULT_TRACE_RECEIVER_PORT = 14318  # OTLP/HTTP is 4318; this one is ttftscope's own
 
 
 @dataclass(frozen=True)
@@ -164,6 +165,14 @@ class ObservabilitySettings(_Section):
     @classmethod
     def _otlp(cls, value: str | None) -> str | None:
         return None if value is None else check_http_url(value)
+
+    # where ttftscope's OTLP/HTTP trace receiver listens on 127.0.0.1 while a probe or bench
+    # reads vLLM's per-request spans; `local-server start` points vLLM's exporter at it.
+    # Not 4317/4318, so a collector there keeps its ports; 0: no receiver, no traces
+    trace_receiver_port: int = Field(default=DEFAULT_TRACE_RECEIVER_PORT, ge=0, le=65535)
+    # probe and bench run the receiver: "auto" when the target is the local server started
+    # with traces, "on" always (a vLLM you started with --otlp-traces-endpoint to the port)
+    read_traces: Literal["auto", "on", "off"] = "auto"
 
 
 class TokenizerSettings(_Section):
@@ -308,6 +317,8 @@ EXPECTED: dict[str, str] = {
     "observability.records_dir": 'a directory path string, e.g. "ttftscope-records"',
     "observability.log_requests": "true or false",
     "observability.otlp_endpoint": 'an OTLP/HTTP URL string, e.g. "http://127.0.0.1:4318"',
+    "observability.trace_receiver_port": "a port number from 1 to 65535, or 0 for none, e.g. 14318",
+    "observability.read_traces": '"auto", "on" or "off"',
     "tokenizer.path": "a path string",
     "gateway.host": 'an address to listen on, e.g. "127.0.0.1"',
     "gateway.port": "a port number from 1 to 65535, e.g. 8100",

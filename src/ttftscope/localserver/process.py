@@ -41,6 +41,7 @@ from ttftscope.localserver.state import (
     write_state,
 )
 from ttftscope.localserver.state import pick_free_port as pick_free_port
+from ttftscope.localserver.traces import trace_env, trace_port_of
 
 SERVED_MODEL = "ttftscope-tiny"
 # KV per token for the tiny model in fp32 is 2 layers x (K+V) x 1 head x 32 dims x 4 B = 512 B,
@@ -97,6 +98,7 @@ def server_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
     """
     env = dict(os.environ if base is None else base)
     env.update(SERVER_ENV)
+    env.update(trace_env(env))  # read only when the args carry --otlp-traces-endpoint
     return env
 
 
@@ -294,6 +296,7 @@ def _launch(venv: Path, model: Path, port: int, extra_args: Sequence[str]) -> Lo
         model=SERVED_MODEL,
         log_path=str(log),
         started_at=time.time(),
+        trace_port=trace_port_of(extra_args),
     )
     write_state(server)
     return server

@@ -34,6 +34,7 @@ class LocalServer:
     model: str
     log_path: str
     started_at: float = 0.0
+    trace_port: int = 0  # the 127.0.0.1 port its spans are exported to (0: not traced)
 
     @property
     def root_url(self) -> str:
@@ -58,7 +59,7 @@ def write_state(server: LocalServer, path: Path | None = None) -> None:
 
     >>> write_state(LocalServer("u", 1, 2, "m", "l"), result_dir / "state.json")
     >>> read_state(result_dir / "state.json")
-    LocalServer(base_url='u', port=1, pid=2, model='m', log_path='l', started_at=0.0)
+    LocalServer(base_url='u', port=1, pid=2, model='m', log_path='l', started_at=0.0, trace_port=0)
     """
     path = path or state_path()
     tmp = path.with_name(path.name + ".tmp")

@@ -44,8 +44,11 @@ from ttftscope.records import Phase, RecordWriter, RequestRecord, Variant
 from ttftscope.tokenization.loader import Tokenizer
 from ttftscope.tracing.context import TraceContext, with_trace
 from ttftscope.tracing.emit import SpanEmitter
+from ttftscope.tracing.join import await_spans
 from ttftscope.tracing.names import CLIENT_SERVICE
+from ttftscope.tracing.receiver import receiving
 from ttftscope.tracing.spans import client_span
+from ttftscope.tracing.store import SpanStore
 
 _ASSISTANT_REPLY = "Understood. Continuing."
 # ids: each prompt also as text and as token ids to /v1/completions, alternating
@@ -76,6 +79,8 @@ class ProbeOptions:
     salt: str = field(default_factory=lambda: uuid.uuid4().hex[:8])
     metrics_settle_s: float = 3.0
     gateway_url: str | None = None  # also: chat direct vs through this gateway
+    trace_port: int | None = None  # receive vLLM's spans here (127.0.0.1) for the run
+    span_wait_s: float = 3.0  # how long a response waits for its span (vLLM batches them)
 
     @property
     def total_requests(self) -> int:
@@ -125,9 +130,11 @@ class Prober:
         local_tokenizer: Tokenizer | None = None,
         on_stage: Callable[[str], None] | None = None,
         emitter: SpanEmitter | None = None,
+        spans: SpanStore | None = None,
     ) -> None:
         self.ep, self.opts, self.client = ep, opts, client
         self.emitter = emitter
+        self.spans = spans
         self.writer, self.on_record = writer, on_record
         self.on_stage = on_stage
         self.tok = local_tokenizer
@@ -183,6 +190,8 @@ class Prober:
         elif result.ok:
             rec.waiting_before = queue_depth(before, model=self.ep.model)[1]
             add_server_view(rec, await self._settled_breakdown(before))
+        if self.spans is not None and result.ok:
+            await await_spans(rec, self.spans, self.opts.span_wait_s)
         self._emit(rec, span_ctx)
         return rec
 
@@ -381,15 +390,17 @@ async def run_probe(
             ep.model = await ep.discover_model(client)
         if max(opts.context_tokens, default=0) > 0:
             check_sizes(opts, await ep.max_model_len(client), ep.model)
-        prober = Prober(
-            ep,
-            opts,
-            client=client,
-            writer=writer,
-            on_record=on_record,
-            local_tokenizer=local_tokenizer,
-            on_stage=on_stage,
-            emitter=emitter,
-        )
-        prober.run.model = ep.model
-        return await prober.run_all()
+        with receiving(opts.trace_port) as spans:
+            prober = Prober(
+                ep,
+                opts,
+                client=client,
+                writer=writer,
+                on_record=on_record,
+                local_tokenizer=local_tokenizer,
+                on_stage=on_stage,
+                emitter=emitter,
+                spans=spans,
+            )
+            prober.run.model = ep.model
+            return await prober.run_all()
