@@ -4,8 +4,12 @@ Long texts are encoded with ``encode_batch([text])``: HF's ``encode`` holds the 
 whole call (a 100K-token prompt: 0.3-0.8 s during which no other Python thread, the event
 loop included, runs), ``encode_batch`` releases it and gives the same encoding. Short
 windows keep ``encode`` (``encode_batch`` costs ~30% more there). Reading the encoding's
-lists still holds the GIL (``offsets`` of 100K tokens: 20-60 ms); reading them in slices
-(``truncate`` + ``overflowing``) was measured to hold it longer in total, ~50 ms more.
+lists holds the GIL for the whole list (``offsets`` of 100K tokens: 20-130 ms on a loaded
+2-core machine, in one call no other thread can interrupt); reading them in slices
+(``truncate`` + ``overflowing``) was measured to hold it longer in total, ~50 ms more. So
+long cold texts are never encoded whole: the incremental encoder encodes them as appends
+of ``STEP_CHARS`` (:meth:`~ttftscope.tokenization.incremental.IncrementalEncoder._full`),
+and :func:`convert` maps an encoding in blocks of :data:`BLOCK` tokens.
 """
 
 from __future__ import annotations
