@@ -259,3 +259,54 @@ def test_a_cached_conversation_costs_under_2_mb_per_100k_tokens(qwen2: Tokenizer
     stored = _stored_bytes(cache)
     assert stored / tokens * 100_000 <= 2 << 20
     assert cache.stats.nbytes >= stored * 0.95  # the bound on the cache counts all of it
+
+
+def test_background_work_takes_one_slot_on_the_pool_and_is_skipped_while_it_is_taken() -> None:
+    pool = WorkPool(workers=2, queue=0)
+    release = threading.Event()
+    try:
+        first = pool.background(lambda: (release.wait(30), threading.current_thread().name))
+        assert first is not None
+        assert pool.background(lambda: "second") is None  # the slot is taken: skipped
+        assert pool.pending == 0  # foreground admission does not count it
+        release.set()
+        ok, thread = first.result(timeout=30)
+        assert ok and thread.startswith("ttftscope-encode")  # one of the pool's own threads
+        done = threading.Event()
+        first.add_done_callback(lambda _: done.set())  # runs after the slot was freed
+        assert done.wait(30)
+        again = pool.background(lambda: "again")
+        assert again is not None and again.result(timeout=30) == "again"
+    finally:
+        release.set()
+        pool.close()
+    assert pool.background(lambda: "closed") is None
+
+
+def test_the_session_caches_shadow_checks_run_on_its_work_pool(
+    qwen2: Tokenizer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    threads: list[str] = []
+    real = offsets.encode_ids
+
+    def encode_ids(tk: Any, text: str, *, special: bool) -> list[int]:
+        threads.append(threading.current_thread().name)
+        return real(tk, text, special=special)
+
+    # the full encode a shadow check compares with (the encoder's own paths use plain/convert)
+    monkeypatch.setattr("ttftscope.tokenization.incremental.encode_ids", encode_ids)
+    pool = WorkPool(workers=1, queue=4)
+    cache = SessionCache(qwen2, max_bytes=64 << 20, shadow_every=1, pool=pool)
+    prompt = _long_text(3)
+
+    async def turns() -> None:
+        await cache.encode(prompt, "s")
+        # a long turn: queued on the one worker behind the first check, it harvests it
+        await cache.encode(prompt + _long_text(4)[:8000], "s")
+
+    try:
+        asyncio.run(turns())
+    finally:
+        pool.close()
+    assert threads and all(name.startswith("ttftscope-encode") for name in threads)
+    assert cache.stats.shadow_checks >= 1 and cache.stats.shadow_mismatches == 0

@@ -197,7 +197,9 @@ class SessionCache:
             self.stats.forks += 1
             fork = _Entry(best.prompt, best.encoder.fork(), key, busy=True, json=best.json.fork())
             return *self._add(fork), shared, True
-        encoder = IncrementalEncoder(self.tok, shadow_every=self.shadow_every)
+        encoder = IncrementalEncoder(
+            self.tok, shadow_every=self.shadow_every, shadow_runner=self.pool.background
+        )
         return *self._add(_Entry(b"", encoder, key, busy=True)), 0, True
 
     def _add(self, entry: _Entry) -> tuple[int, _Entry]:

@@ -4,15 +4,19 @@ Long texts are encoded with ``encode_batch([text])``: HF's ``encode`` holds the 
 whole call (a 100K-token prompt: 0.3-0.8 s during which no other Python thread, the event
 loop included, runs), ``encode_batch`` releases it and gives the same encoding. Short
 windows keep ``encode`` (``encode_batch`` costs ~30% more there). Reading the encoding's
-lists still holds the GIL (``offsets`` of 100K tokens: 20-60 ms); reading them in slices
-(``truncate`` + ``overflowing``) was measured to hold it longer in total, ~50 ms more.
+lists holds the GIL for the whole list (``offsets`` of 100K tokens: 20-130 ms on a loaded
+2-core machine, in one call no other thread can interrupt); reading them in slices
+(``truncate`` + ``overflowing``) was measured to hold it longer in total, ~50 ms more. So
+long cold texts are never encoded whole: the incremental encoder encodes them as appends
+of ``STEP_CHARS`` (:meth:`~ttftscope.tokenization.incremental.IncrementalEncoder._full`),
+and :func:`convert` maps an encoding in blocks of :data:`BLOCK` tokens.
 """
 
 from __future__ import annotations
 
 import operator
 from array import array
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from itertools import repeat
 from typing import Any
 
@@ -22,6 +26,8 @@ from ttftscope.tokenization.window_engines import Engines
 
 # texts this long are encoded with the GIL released (``encode`` holds it ~1 ms per 500 chars)
 BATCH_CHARS = 4096
+# tokens converted per C-level pass: ~2 ms holding the GIL on a loaded 2-core machine
+BLOCK = 4096
 
 
 class Unsure(Exception):
@@ -51,27 +57,51 @@ def convert(
     """Ids (shared ints) and ``2*end+flag`` words of an encoding of ``text[base:]``.
 
     A token starts a piece when its word index changes or it is, or follows, an added
-    token occurrence (word indices may restart after one). C-level maps where possible.
+    token occurrence (word indices may restart after one). C-level maps, one block of
+    :data:`BLOCK` tokens at a time (a whole 100K-token encoding in one map keeps the GIL,
+    and the event loop out, for 50-100 ms).
+
+    >>> from ttftscope.tokenization.window_engines import engines_for
+    >>> enc = o200k_tok.hf.encode("hello world", add_special_tokens=False)
+    >>> ids, ends = convert(engines_for(o200k_tok), range(300_000), enc, 0, "hello world")
+    >>> ids, [e >> 1 for e in ends]
+    ([24912, 2375], [5, 11])
     """
     ids: list[int] = enc.ids
     if not ids:
         return [], array("I")
     offsets: list[tuple[int, int]] = enc.offsets
-    shifted = map(
-        operator.lshift,
-        map(operator.add, map(operator.itemgetter(1), offsets), repeat(base)),
-        repeat(1),
-    )
-    if eng.plan.mode != "regex":  # piece flags are only read by the regex cut
-        return list(map(table.__getitem__, ids)), array("I", shifted)
-    words: list[int | None] = enc.word_ids
-    flags = list(map(operator.ne, words, [-1, *words[:-1]]))
-    if not eng.added_ids.isdisjoint(ids):
-        marks = occurrences(eng, ids, offsets, base, text)
-        flags = list(map(operator.or_, flags, marks))
-        flags[1:] = map(operator.or_, flags[1:], marks[:-1])
-    ends = array("I", map(operator.add, shifted, flags))
-    return list(map(table.__getitem__, ids)), ends
+    words: list[int | None] | None = None
+    marks: list[bool] | None = None
+    if eng.plan.mode == "regex":  # piece flags are only read by the regex cut
+        words = enc.word_ids
+        if not eng.added_ids.isdisjoint(ids):
+            marks = occurrences(eng, ids, offsets, base, text)
+    out: list[int] = []
+    ends = array("I")
+    for a in range(0, len(ids), BLOCK):  # between blocks, waiting threads take the GIL
+        b = a + BLOCK
+        out += map(table.__getitem__, ids[a:b])
+        shifted = map(
+            operator.lshift,
+            map(operator.add, map(operator.itemgetter(1), offsets[a:b]), repeat(base)),
+            repeat(1),
+        )
+        if words is not None:
+            shifted = map(operator.add, shifted, _flags(words, marks, a, b))
+        ends.extend(array("I", shifted))
+    return out, ends
+
+
+def _flags(words: list[int | None], marks: list[bool] | None, a: int, b: int) -> Iterator[bool]:
+    """Piece-start flags of tokens ``a:b``: a new word index, or an added token occurrence
+    or the token right after one."""
+    before = words[a - 1 : b - 1] if a else [-1, *words[: b - 1]]
+    flags: Iterator[bool] = map(operator.ne, words[a:b], before)
+    if marks is None:
+        return flags
+    marked = marks[a - 1 : b - 1] if a else [False, *marks[: b - 1]]
+    return map(operator.or_, flags, map(operator.or_, marks[a:b], marked))
 
 
 def occurrences(
