@@ -5,7 +5,8 @@ bench's aiohttp transport, the client's httpx stream and both ``/metrics`` scrap
 full one and the sampler's light one, which name a failure in ``MetricsError.transport``).
 Each transport runs requests through one pool, reads each answer to its end, and reports per
 request ``"ok"`` or the neutral failure it mapped its own exception to. The timeouts are
-inputs (small where the scenario is a silent server); the outcome asserted is the classified failure, never a time.
+inputs (small where the scenario is a silent server); the outcome asserted is the classified
+failure, never a time.
 """
 
 from __future__ import annotations
