@@ -22,12 +22,8 @@ from ttftscope.gateway.jsoncodec import InexactNumber, dumps
 from ttftscope.gateway.passthrough import PassThrough
 from ttftscope.gateway.sessions import Encoded
 from ttftscope.gateway.state import BadRequest, Gateway, internal_error, session_pin
-from ttftscope.gateway.translate import (
-    CannotTranslate,
-    ChatStreamTranslator,
-    chat_response,
-    completions_body,
-)
+from ttftscope.gateway.translate import CannotTranslate, completions_body
+from ttftscope.gateway.translate_answers import ChatStreamTranslator, chat_response
 from ttftscope.gateway.upstreams import Upstream
 
 
