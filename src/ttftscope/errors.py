@@ -63,7 +63,7 @@ class FailureKind(StrEnum):
 class TransportFailure(StrEnum):
     """How an HTTP exchange failed below the HTTP status, in words no one client owns.
 
-    httpx's exceptions map onto it in ``client.httpx_faults``, aiohttp's in
+    httpx's exceptions map onto it in ``ttftscope.httpx_failure``, aiohttp's in
     ``bench.send.transport``, and the gateway's hop raises its ``HopError`` with one.
 
     >>> TransportFailure("broken") is TransportFailure.BROKEN, str(TransportFailure.TLS)
@@ -317,6 +317,8 @@ class MetricsError(TtftscopeError):
     """
 
     exit_code = 13
+    # set when the scrape failed below HTTP: the same words every HTTP client here uses
+    transport: TransportFailure | None = None
 
 
 class TokenizerError(TtftscopeError):

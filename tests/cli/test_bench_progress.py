@@ -6,7 +6,7 @@ import io
 
 from rich.console import Console
 
-from ttftscope.cli.bench import BenchProgress
+from ttftscope.cli.bench_progress import BenchProgress
 from ttftscope.records import RequestRecord
 
 

@@ -1,10 +1,12 @@
 """Every HTTP stack here names the same fault the same way (``errors.TransportFailure``).
 
 The same scripted servers (``tests.rawserver``, 127.0.0.1) meet the gateway's hop, the
-bench's aiohttp transport and the client's httpx stream. Each transport runs requests
-through one pool, reads each answer to its end, and reports per request ``"ok"`` or the
-neutral failure it mapped its own exception to. The timeouts are inputs (small where the
-scenario is a silent server); the outcome asserted is the classified failure, never a time.
+bench's aiohttp transport, the client's httpx stream and both ``/metrics`` scrapers (the
+full one and the sampler's light one, which name a failure in ``MetricsError.transport``).
+Each transport runs requests through one pool, reads each answer to its end, and reports per
+request ``"ok"`` or the neutral failure it mapped its own exception to. The timeouts are
+inputs (small where the scenario is a silent server); the outcome asserted is the classified
+failure, never a time.
 """
 
 from __future__ import annotations
@@ -29,11 +31,14 @@ from tests.rawserver import (
     self_signed,
     sized,
 )
+from ttftscope.bench.observe.lightscrape import light_scrape
 from ttftscope.bench.send.request import encode_stream_body
 from ttftscope.bench.send.transport import StreamClient
 from ttftscope.client.stream import StreamResult, stream_completion
-from ttftscope.errors import TransportFailure
+from ttftscope.errors import MetricsError, TransportFailure
 from ttftscope.gateway.hop import HopError, HopTimeouts, UpstreamPool
+from ttftscope.metrics.prom import MetricsSnapshot
+from ttftscope.metrics.scrape import ascrape
 
 Outcome = TransportFailure | Literal["ok"]
 # sends ``times`` requests through one pool to ``base``; what became of each
@@ -42,6 +47,7 @@ Transport = Callable[[str, float, int], Awaitable[list[Outcome]]]
 BODY = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
 EVENT = b'data: {"choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":"stop"}]}\n\n'
 ANSWER = sized(EVENT + b"data: [DONE]\n\n", extra=b"Content-Type: text/event-stream\r\n")
+METRICS = sized(b"vllm:num_requests_waiting 0\n", extra=b"Content-Type: text/plain\r\n")
 SILENT_S = 0.2  # the read timeout where the server goes silent
 NEVER_S = 60.0  # a read timeout no other scenario comes near
 
@@ -101,18 +107,54 @@ async def through_httpx(base: str, timeout_s: float, times: int) -> list[Outcome
     return out
 
 
+Scrape = Callable[[httpx.AsyncClient, str, float], Awaitable[MetricsSnapshot]]
+
+
+async def _scrapes(scrape: Scrape, base: str, timeout_s: float, times: int) -> list[Outcome]:
+    out: list[Outcome] = []
+    async with httpx.AsyncClient(trust_env=False) as client:
+        for _ in range(times):
+            try:
+                await scrape(client, base + "/metrics", timeout_s)
+            except MetricsError as exc:
+                assert exc.transport is not None, f"not a transport failure: {exc}"
+                out.append(exc.transport)
+            else:
+                out.append("ok")
+    return out
+
+
+async def through_scrape(base: str, timeout_s: float, times: int) -> list[Outcome]:
+    async def scrape(client: httpx.AsyncClient, url: str, timeout: float) -> MetricsSnapshot:
+        return await ascrape(url, client=client, timeout=timeout)
+
+    return await _scrapes(scrape, base, timeout_s, times)
+
+
+async def through_light_scrape(base: str, timeout_s: float, times: int) -> list[Outcome]:
+    async def scrape(client: httpx.AsyncClient, url: str, timeout: float) -> MetricsSnapshot:
+        return await light_scrape(client, url, timeout=timeout)
+
+    return await _scrapes(scrape, base, timeout_s, times)
+
+
 TRANSPORTS: dict[str, Transport] = {
     "hop": through_hop,
     "bench": through_bench,
     "httpx": through_httpx,
+    "scrape": through_scrape,
+    "light-scrape": through_light_scrape,
 }
 
 
 # -- what the server does, per connection -------------------------------------------------
+def _answer(head: bytes) -> bytes:
+    return METRICS if head.startswith(b"GET ") else ANSWER  # a scrape, or a completion
+
+
 async def answers(srv: Scripted, reader: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
     while True:
-        await srv.request(reader)
-        w.write(ANSWER)
+        w.write(_answer(await srv.request(reader)))
 
 
 async def resets(srv: Scripted, reader: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
@@ -142,8 +184,7 @@ async def drops(srv: Scripted, reader: asyncio.StreamReader, w: asyncio.StreamWr
 async def closes_reused(
     srv: Scripted, reader: asyncio.StreamReader, w: asyncio.StreamWriter
 ) -> None:
-    await srv.request(reader)
-    w.write(ANSWER)  # keep-alive: the client pools the connection
+    w.write(_answer(await srv.request(reader)))  # keep-alive: the client pools the connection
     await srv.request(reader)  # the next request arrives as the server closes the idle one
 
 
@@ -211,6 +252,8 @@ RACE: dict[str, list[Outcome]] = {
     "hop": ["ok", "ok"],
     "bench": ["ok", TransportFailure.BROKEN],
     "httpx": ["ok", TransportFailure.BROKEN],
+    "scrape": ["ok", TransportFailure.BROKEN],
+    "light-scrape": ["ok", TransportFailure.BROKEN],
 }
 
 

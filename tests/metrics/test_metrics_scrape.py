@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import httpx
 import pytest
 
-from ttftscope.errors import MetricsError
+from ttftscope.errors import MetricsError, TransportFailure
 from ttftscope.metrics import scrape as scrape_module
 from ttftscope.metrics.scrape import ascrape, scrape
 
@@ -142,11 +142,14 @@ def test_connection_refused() -> None:
     with pytest.raises(MetricsError, match="cannot reach") as err:
         scrape(url, headers={"Authorization": f"Bearer {SECRET}"}, timeout=2)
     assert "server is running" in str(err.value) and SECRET not in str(err.value)
+    # named as every HTTP client here names it (tests/client/test_transport_conformance.py)
+    assert err.value.transport is TransportFailure.REFUSED and "(refused:" in err.value.message
 
 
 def test_timeout(server: Server) -> None:
-    with pytest.raises(MetricsError, match=r"within 0\.2 s"):
+    with pytest.raises(MetricsError, match=r"within 0\.2 s") as err:
         scrape(server.url("/slow"), timeout=0.2)
+    assert err.value.transport is TransportFailure.TIMEOUT
 
 
 def test_ascrape_twin(server: Server) -> None:

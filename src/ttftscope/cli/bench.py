@@ -14,17 +14,10 @@ import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
-from rich.console import Console
-from rich.progress import (
-    Progress,
-    TaskID,
-)
 
-from ttftscope.bench.observe.sampler import ScrapeSample
 from ttftscope.bench.options import (
     BenchOptions,
     parse_api,
@@ -35,12 +28,11 @@ from ttftscope.bench.options import (
     parse_shard,
     parse_target,
 )
-from ttftscope.bench.output.live import LiveStats
 from ttftscope.bench.output.table import print_bench_summary
+from ttftscope.cli.bench_progress import BenchProgress
 from ttftscope.cli.console import make_console
 from ttftscope.cli.extras import require_extra
 from ttftscope.cli.options import CliState, cli_state, dumps, endpoint_options, excluded_fields
-from ttftscope.cli.progress import fit_description, live_bar
 from ttftscope.cli.traces import trace_port_for
 from ttftscope.client.apis import APIS
 from ttftscope.client.endpoint import Endpoint
@@ -55,87 +47,6 @@ if TYPE_CHECKING:
 __all__ = ["bench"]
 
 T = TypeVar("T")
-_BAR = 12  # the bar's width in columns
-_PLAIN_EVERY_S = 10.0
-_BAR_EVERY_S = 0.1  # rich redraws the bar 10 times a second
-
-
-class BenchProgress:
-    """A live bar with TTFT p50/p99, counts and the waiting queue; plain lines into a pipe.
-
-    >>> import io
-    >>> with BenchProgress(Console(file=io.StringIO())) as p:
-    ...     p.start(2)
-    >>> p.live.total
-    2
-    """
-
-    def __init__(self, console: Console) -> None:
-        self.console, self.live = console, LiveStats()
-        self._bar: Progress | None = None
-        self._task: TaskID | None = None
-        self._waiting: dict[str, float] = {}
-        self._last_line = time.monotonic()
-        self._last_show = 0.0
-        self._done = 0
-
-    def __enter__(self) -> BenchProgress:
-        if self.console.is_terminal:
-            self._bar, self._task = live_bar(self.console, "bench: starting", None, _BAR)
-        return self
-
-    def __exit__(
-        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        if self._bar is not None:
-            self._bar.stop()
-
-    def stage(self, text: str) -> None:
-        """What the run does now (before the measured requests: building, warming up)."""
-        if self._bar is not None and self._task is not None:
-            fitted = fit_description(f"bench: {text}", self.console.width, _BAR, 9)
-            self._bar.update(self._task, description=fitted)
-        else:
-            self.console.print(f"bench: {text}", highlight=False)
-
-    def start(self, total: int) -> None:
-        """The measured requests begin; ``total`` of them are planned."""
-        self.live.total = total
-        if self._bar is not None and self._task is not None:
-            self._bar.update(self._task, total=total, completed=0)
-
-    def record(self, rec: RequestRecord) -> None:
-        """One request finished (warmups update nothing)."""
-        if rec.phase == "warmup":
-            return
-        self.live.add(rec)
-        self._done += 1
-        self._show()
-
-    def sample(self, sample: ScrapeSample) -> None:
-        """A scrape: the waiting queue shown is the sum over the servers sampled."""
-        if sample.waiting is not None:
-            self._waiting[sample.source] = sample.waiting
-            self.live.waiting = sum(self._waiting.values())
-
-    def _show(self) -> None:
-        s = self.live
-        now = time.monotonic()
-        if self._done != s.total and now - self._last_show < _BAR_EVERY_S:
-            return  # percentiles of every record so far: not per record at 1,000 req/s
-        self._last_show = now
-        p50, p99 = s.ttft_percentile(50), s.ttft_percentile(99)
-        wait = "" if s.waiting is None else f" wait {s.waiting:g}"
-        text = f"p50 {_ms(p50)} p99 {_ms(p99)} ok {s.completed} fail {s.failed}{wait}"
-        if self._bar is not None and self._task is not None:
-            self._bar.update(self._task, description=text, completed=self._done)
-        elif time.monotonic() - self._last_line >= _PLAIN_EVERY_S or self._done == s.total:
-            self.console.print(f"bench: {self._done}/{s.total} done · {s.line()}", highlight=False)
-            self._last_line = time.monotonic()
-
-
-def _ms(value: float | None) -> str:
-    return "–" if value is None else f"{value:,.0f}ms"
 
 
 @dataclass(frozen=True)
@@ -217,19 +128,29 @@ def execute_bench(state: CliState, args: BenchArgs) -> BenchRun:
         run = execute_bench(CliState(), args)  # prints the live table, then the summary
     """
     require_extra("bench")
-    from ttftscope.bench.runner import Hooks, run_bench  # aiohttp: the bench extra's
-
     opts = args.options()
     s = state.load().settings
     ep = Endpoint.from_settings(s, headers=state.headers)
     if opts.trace_port is None:
         opts = dataclasses.replace(opts, trace_port=trace_port_for(s, ep.base_url))
-    tok = None if s.tokenizer.path is None else load_tokenizer(s.tokenizer.path)
-    count: Callable[[str], int] | None = None if tok is None else (lambda t: len(tok.encode(t)))
     label = (opts.label or "bench").replace("/", "-")
     result_dir = args.result_dir or Path("ttftscope-results") / time.strftime(
         f"{label}-%Y%m%d-%H%M%S"
     )
+    run = _run(state, ep, opts, result_dir)
+    _print(run, args.as_json)
+    run.raise_for_abort()
+    _fail_if_nothing_completed(run.records)
+    return run
+
+
+def _run(state: CliState, ep: Endpoint, opts: BenchOptions, result_dir: Path) -> BenchRun:
+    """The run itself, on uvloop, with the live progress line and the span emitter."""
+    from ttftscope.bench.runner import Hooks, run_bench  # aiohttp: the bench extra's
+
+    s = state.load().settings
+    tok = None if s.tokenizer.path is None else load_tokenizer(s.tokenizer.path)
+    count: Callable[[str], int] | None = None if tok is None else (lambda t: len(tok.encode(t)))
     emitter = open_emitter(s.observability.otlp_endpoint, command="bench")
     with BenchProgress(state.err) as progress:
         hooks = Hooks(
@@ -248,17 +169,13 @@ def execute_bench(state: CliState, args: BenchArgs) -> BenchRun:
             emitter=emitter,
         )
         try:
-            run = run_loop(coro)
+            return run_loop(coro)
         except KeyboardInterrupt:
             state.err.print(f"interrupted: finished requests and the summary are in {result_dir}")
             raise
         finally:
             if emitter is not None:
                 emitter.shutdown()
-    _print(run, args.as_json)
-    run.raise_for_abort()
-    _fail_if_nothing_completed(run.records)
-    return run
 
 
 def _print(run: BenchRun, as_json: bool) -> None:
@@ -359,56 +276,7 @@ def _load_options(func: F) -> F:
 @_workload_options
 @_load_options
 @click.pass_context
-def bench(
-    ctx: click.Context,
-    sessions: int,
-    api: str | None,
-    context_tokens: str,
-    scale: float,
-    think_time_s: float,
-    shared_system_prompt: bool,
-    replay: Path | None,
-    seed: int,
-    max_tokens: int | None,
-    max_concurrency: int | None,
-    request_rate: str,
-    num_prompts: int | None,
-    duration: float,
-    num_warmups: int,
-    metric_percentiles: str,
-    result_dir: Path | None,
-    label: str | None,
-    extra_body: str | None,
-    target: tuple[str, ...],
-    honour_retry_after: bool,
-    shard: str,
-    run_id: str | None,
-    as_json: bool,
-) -> None:
+def bench(ctx: click.Context, /, **flags: Any) -> None:
     """Load-test with concurrent agent sessions: TTFT percentiles, queue, server parts."""
-    args = BenchArgs(
-        sessions=sessions,
-        context_tokens=context_tokens,
-        scale=scale,
-        think_time_s=think_time_s,
-        shared_system_prompt=shared_system_prompt,
-        replay=replay,
-        seed=seed,
-        max_tokens=max_tokens,
-        max_concurrency=max_concurrency,
-        request_rate=request_rate,
-        num_prompts=num_prompts,
-        duration=duration,
-        num_warmups=num_warmups,
-        metric_percentiles=metric_percentiles,
-        result_dir=result_dir,
-        label=label,
-        extra_body=extra_body,
-        target=target,
-        honour_retry_after=honour_retry_after,
-        shard=shard,
-        run_id=run_id,
-        as_json=as_json,
-        api=api,
-    )
-    execute_bench(cli_state(ctx), args)
+    # click passes exactly the options above, each named as a BenchArgs field
+    execute_bench(cli_state(ctx), BenchArgs(**flags))

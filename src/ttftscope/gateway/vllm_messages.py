@@ -49,7 +49,7 @@ import jinja2
 import jinja2.ext
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from ttftscope.gateway.vllm_chat import PassThrough
+from ttftscope.gateway.passthrough import PassThrough
 
 _BILLING = "x-anthropic-billing-header"
 _BLOCK_TYPES = frozenset(

@@ -4,7 +4,8 @@ The server runs detached in its own process group (vLLM's EngineCore is a child 
 whole group is signalled on stop), logs to ``cache_dir()/localserver/server.log`` and records
 itself in ``cache_dir()/localserver/state.json`` so that later calls and other processes find
 and reuse it (:mod:`.state`, which also chooses the port). Installation and the model build
-live in :mod:`.install` and :mod:`.model`.
+live in :mod:`.install` and :mod:`.model`; the processes it started, and stopping them, in
+:mod:`.procgroup` (``stop`` is re-exported here).
 
 Starting vLLM takes minutes the first time (the e2e tests run it), so not run here::
 
@@ -17,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import signal
 import subprocess
 import time
 import urllib.error
@@ -29,6 +29,9 @@ from pathlib import Path
 from ttftscope.errors import LocalServerError
 from ttftscope.localserver.install import ensure_vllm_venv, venv_python
 from ttftscope.localserver.model import ensure_tiny_model
+from ttftscope.localserver.procgroup import STOP_GRACE_S as STOP_GRACE_S
+from ttftscope.localserver.procgroup import children, pid_alive, reap
+from ttftscope.localserver.procgroup import stop as stop
 from ttftscope.localserver.progress import Progress, Ticker, last_log_line, say_stderr
 from ttftscope.localserver.state import DEFAULT_PORT as DEFAULT_PORT
 from ttftscope.localserver.state import HOST as HOST
@@ -55,8 +58,6 @@ SERVER_ENV = {
     "VLLM_NO_USAGE_STATS": "1",
     "DO_NOT_TRACK": "1",
 }
-STOP_GRACE_S = 20.0
-_children: dict[int, subprocess.Popen[bytes]] = {}  # servers this process started, for reaping
 
 
 def server_command(
@@ -102,22 +103,6 @@ def server_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def _pid_alive(pid: int) -> bool:
-    child = _children.get(pid)
-    if child is not None:
-        return child.poll() is None  # poll() also reaps our own exited child
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    cmdline = b""
-    with contextlib.suppress(OSError):  # guards against pid reuse where /proc exists
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-    return not cmdline or b"vllm" in cmdline  # empty while a process is still being exec'd
-
-
 def healthy(root_url: str, timeout_s: float = 2.0) -> bool:
     """True when ``GET root_url/health`` answers 200.
 
@@ -143,7 +128,7 @@ def status() -> LocalServer | None:
     server = read_state()
     if server is None:
         return None
-    if not _pid_alive(server.pid):
+    if not pid_alive(server.pid):
         state_path().unlink(missing_ok=True)
         return None
     return server if healthy(server.root_url) else None
@@ -218,7 +203,7 @@ def ensure_started(
     say = progress or say_stderr
     with _start_lock():
         existing = read_state()
-        if existing is not None and _pid_alive(existing.pid):
+        if existing is not None and pid_alive(existing.pid):
             return Started(_reuse(existing, port, wait_s, say), launched=False)
         state_path().unlink(missing_ok=True)
         if port is not None:
@@ -265,7 +250,7 @@ def _wait_launched(server: LocalServer, wait_s: float, say: Progress) -> None:
         done=lambda s: f"vLLM ready after {s:.0f} s",
     )
     with ticker:
-        _wait_healthy(server, _children.get(server.pid), wait_s)
+        _wait_healthy(server, children.get(server.pid), wait_s)
 
 
 def _server_log_detail(server: LocalServer) -> Callable[[], str | None]:
@@ -288,7 +273,7 @@ def _launch(venv: Path, model: Path, port: int, extra_args: Sequence[str]) -> Lo
             start_new_session=True,
             cwd=str(state_dir()),
         )
-    _children[proc.pid] = proc
+    children[proc.pid] = proc
     server = LocalServer(
         base_url=f"http://{HOST}:{port}/v1",
         port=port,
@@ -307,7 +292,7 @@ def _wait_healthy(server: LocalServer, proc: subprocess.Popen[bytes] | None, wai
     while time.monotonic() < deadline:
         if healthy(server.root_url):
             return
-        if (proc is not None and proc.poll() is not None) or not _pid_alive(server.pid):
+        if (proc is not None and proc.poll() is not None) or not pid_alive(server.pid):
             raise LocalServerError(
                 f"the local vLLM server (pid {server.pid}) exited before /health answered; "
                 f"last lines of {server.log_path}:\n{log_tail(Path(server.log_path))}",
@@ -320,75 +305,6 @@ def _wait_healthy(server: LocalServer, proc: subprocess.Popen[bytes] | None, wai
         f"last lines of {server.log_path}:\n{log_tail(Path(server.log_path))}",
         hint="the machine may be overloaded; retry with a longer wait",
     )
-
-
-def _group_alive(pgid: int) -> bool:
-    child = _children.get(pgid)
-    if child is not None:
-        child.poll()  # reap our own leader, or it lingers as a zombie in the group
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def stop(grace_s: float = STOP_GRACE_S, *, only_pid: int | None = None) -> bool:
-    """Stop the recorded server: SIGTERM to its process group, SIGKILL after ``grace_s``.
-
-    Returns False when no server was recorded or its process was already gone. With
-    ``only_pid``, a recorded server with another pid (started by someone else after ours
-    ended) is left alone.
-
-    Stops the machine's local server, so not run as a test::
-
-        stop()  # True when one was running
-    """
-    server = read_state()
-    if server is None or (only_pid is not None and server.pid != only_pid):
-        return False
-    pgid = server.pid  # started with start_new_session, so the leader's pid is the group id
-    was_alive = _pid_alive(server.pid)
-    if was_alive or _vllm_in_group(pgid):
-        _signal_group(pgid, signal.SIGTERM)
-        deadline = time.monotonic() + grace_s
-        while _group_alive(pgid) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        if _group_alive(pgid):
-            _signal_group(pgid, signal.SIGKILL)
-            deadline = time.monotonic() + 5.0
-            while _group_alive(pgid) and time.monotonic() < deadline:
-                time.sleep(0.1)
-    _reap(pgid)
-    state_path().unlink(missing_ok=True)
-    return was_alive
-
-
-def _reap(pid: int) -> None:
-    """Collect the exit status of a server this process started, once it is stopped (by us
-    or by another command's ``local-server stop``), so no zombie or warning is left behind."""
-    child = _children.pop(pid, None)
-    if child is not None:
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            child.wait(timeout=5.0)
-
-
-def _vllm_in_group(pgid: int) -> bool:
-    # Orphans (e.g. EngineCore after its parent was SIGKILLed) keep the group id; look them up
-    # in /proc so a stale state file never leads us to signal an unrelated, reused group.
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        with contextlib.suppress(OSError, ValueError, IndexError):
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-            if int(fields[2]) == pgid and b"vllm" in (stat.parent / "cmdline").read_bytes():
-                return True
-    return False
-
-
-def _signal_group(pgid: int, sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pgid, sig)
 
 
 @contextlib.contextmanager
@@ -412,4 +328,4 @@ def running_server(
     finally:
         if started.launched:  # never stop a server somebody else started
             stop(only_pid=started.server.pid)
-            _reap(started.server.pid)  # stopped already by another command: still ours to reap
+            reap(started.server.pid)  # stopped already by another command: still ours to reap

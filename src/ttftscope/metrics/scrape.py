@@ -14,7 +14,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
-from ttftscope.errors import MetricsError
+from ttftscope.errors import MetricsError, TransportFailure
+from ttftscope.httpx_failure import httpx_failure
 from ttftscope.metrics.exposition import MAX_TEXT_CHARS
 from ttftscope.metrics.prom import MetricsSnapshot, parse
 
@@ -62,29 +63,47 @@ def _check_response(url: str, resp: httpx.Response) -> None:
         )
 
 
-def _transport_error(
+_UNREACHABLE = frozenset(
+    {TransportFailure.REFUSED, TransportFailure.DNS, TransportFailure.TLS, TransportFailure.CONNECT}
+)
+
+
+def transport_error(
     url: str, exc: httpx.HTTPError | httpx.InvalidURL, timeout: float
 ) -> MetricsError:
+    """A failed GET of ``url`` as a :class:`MetricsError`; below HTTP, ``transport`` names the
+    failure as every HTTP client here does (:func:`ttftscope.httpx_failure.httpx_failure`).
+
+    >>> err = transport_error("http://h/metrics", httpx.ConnectTimeout("timed out"), 2)
+    >>> err.message, err.transport
+    ('http://h/metrics gave no metrics within 2 s', <TransportFailure.TIMEOUT: 'timeout'>)
+    """
     shown = safe_url(url)
     if isinstance(exc, httpx.InvalidURL):
         return MetricsError(
             f"the metrics URL {shown} is not a valid URL",
             hint="set api.metrics_url to something like http://host:8000/metrics",
         )
-    if isinstance(exc, httpx.TimeoutException):
-        return MetricsError(
+    # redirects, bad encodings: the exchange itself worked
+    failure = httpx_failure(exc) if isinstance(exc, httpx.TransportError) else None
+    if failure is TransportFailure.TIMEOUT:
+        err = MetricsError(
             f"{shown} gave no metrics within {timeout:g} s",
             hint="the server may be overloaded; raise the timeout or retry",
         )
-    if isinstance(exc, httpx.ConnectError):
-        return MetricsError(
-            f"cannot reach the metrics endpoint {shown} ({type(exc).__name__})",
+    elif failure in _UNREACHABLE:
+        err = MetricsError(
+            f"cannot reach the metrics endpoint {shown} ({failure}: {type(exc).__name__})",
             hint="check the server is running and api.metrics_url is right",
         )
-    return MetricsError(
-        f"scraping {shown} failed: {type(exc).__name__}",
-        hint="check that api.metrics_url points at a running server",
-    )
+    else:
+        err = MetricsError(
+            f"scraping {shown} failed: "
+            + (f"{failure} ({type(exc).__name__})" if failure else type(exc).__name__),
+            hint="check that api.metrics_url points at a running server",
+        )
+    err.transport = failure
+    return err
 
 
 def _headers(headers: Mapping[str, str] | None) -> dict[str, str]:
@@ -169,7 +188,7 @@ def scrape(
             _check_response(url, resp)
             body = _Body(url, timeout, start).collect(resp.iter_bytes())
     except (httpx.HTTPError, httpx.InvalidURL) as exc:
-        raise _transport_error(url, exc, timeout) from None
+        raise transport_error(url, exc, timeout) from None
     finally:
         if own:
             http.close()
@@ -200,7 +219,7 @@ async def ascrape(
             _check_response(url, resp)
             body = await _Body(url, timeout, start).acollect(resp.aiter_bytes())
     except (httpx.HTTPError, httpx.InvalidURL) as exc:
-        raise _transport_error(url, exc, timeout) from None
+        raise transport_error(url, exc, timeout) from None
     finally:
         if own:
             await http.aclose()

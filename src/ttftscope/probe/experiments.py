@@ -6,13 +6,11 @@ to exactly that request. Each context size gets its own deterministic synthetic 
 ~1.4K-character turn to the same conversation, so the prefix cache is warm exactly as it is
 for a coding agent. ``ab="ids"`` sends the same prompts as text and as token ids to
 ``/v1/completions``, alternating: the TTFT difference is what server-side tokenization costs.
+How one request is sent and measured is ``probe.send``.
 """
 
 from __future__ import annotations
 
-import asyncio
-import functools
-import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -22,29 +20,12 @@ import httpx
 
 from ttftscope.agenttext import agent_turn, build_context_async
 from ttftscope.client.endpoint import Endpoint
-from ttftscope.client.ping import explain_not_found
-from ttftscope.client.stream import (
-    CompletionPath,
-    StreamResult,
-    raise_for_result,
-    stream_completion,
-)
-from ttftscope.decompose import RequestIdentity, add_server_view, client_record
-from ttftscope.errors import (
-    UNREACHABLE_KINDS,
-    FailureKind,
-    MetricsError,
-    ModelNotFound,
-)
-from ttftscope.metrics.engines import ServerBreakdown, breakdown, queue_depth
-from ttftscope.metrics.prom import MetricsSnapshot, delta
-from ttftscope.metrics.scrape import ascrape
 from ttftscope.probe.limits import check_sizes
+from ttftscope.probe.send import ProbeRequest, RequestSender
 from ttftscope.records import Phase, RecordWriter, RequestRecord, Variant
 from ttftscope.tokenization.loader import Tokenizer
-from ttftscope.tracing.context import TraceContext, with_trace
+from ttftscope.tracing.context import TraceContext
 from ttftscope.tracing.emit import SpanEmitter
-from ttftscope.tracing.join import await_spans
 from ttftscope.tracing.names import CLIENT_SERVICE
 from ttftscope.tracing.receiver import receiving
 from ttftscope.tracing.spans import client_span
@@ -53,12 +34,6 @@ from ttftscope.tracing.store import SpanStore
 _ASSISTANT_REPLY = "Understood. Continuing."
 # ids: each prompt also as text and as token ids to /v1/completions, alternating
 AbMode = Literal["ids"]
-# Failures that make every later request fail the same way: stop and say so.
-_FATAL = UNREACHABLE_KINDS | {
-    FailureKind.AUTH_ERROR,
-    FailureKind.NOT_FOUND,
-    FailureKind.BAD_RESPONSE,
-}
 
 
 @dataclass
@@ -107,17 +82,9 @@ class ProbeRun:
     records: list[RequestRecord] = field(default_factory=list)
 
 
-@dataclass
-class _Request:
-    variant: Variant
-    path: CompletionPath
-    body: dict[str, object]
-    tokenize: Callable[[], int] | None = None  # client-side tokenization, timed when present
-    base_url: str | None = None  # another address than the endpoint's (the gateway)
-
-
 class Prober:
-    """Sends probe requests and turns each into a checked :class:`RequestRecord`."""
+    """Runs the experiments (which requests, in which order); :class:`RequestSender` measures
+    each one and hands its checked :class:`RequestRecord` back to be kept and written."""
 
     def __init__(
         self,
@@ -139,8 +106,15 @@ class Prober:
         self.on_stage = on_stage
         self.tok = local_tokenizer
         self.run = ProbeRun(run_id=uuid.uuid4().hex[:12], model=ep.model)
-        self._index = 0
-        self._metrics_error = ""
+        self.sender = RequestSender(
+            ep,
+            client,
+            run_id=self.run.run_id,
+            settle_s=opts.metrics_settle_s,
+            spans=spans,
+            span_wait_s=opts.span_wait_s,
+            sink=self._emit,
+        )
 
     async def count_tokens(self, text: str) -> int:
         """Token count by the local tokenizer when configured, else the server's /tokenize."""
@@ -158,87 +132,9 @@ class Prober:
 
         return header + await build_context_async(size, self.opts.seed + size, count)
 
-    async def send(self, req: _Request, phase: Phase, context_tokens: int) -> RequestRecord:
-        """One request: scrape, (tokenize), stream, scrape until settled, record, check."""
-        before = await self._scrape()
-        tokenize_ms = None
-        client_tokens = None
-        if req.tokenize is not None:
-            t = time.perf_counter_ns()
-            client_tokens = req.tokenize()
-            tokenize_ms = (time.perf_counter_ns() - t) / 1e6
-        headers, trace, ours = with_trace(self.ep.headers)
-        result = await stream_completion(
-            self.client,
-            base_url=req.base_url or self.ep.base_url,
-            path=req.path,
-            body=req.body,
-            api_key=self.ep.api_key,
-            timeout_s=self.ep.timeout_s,
-            headers=headers,
-        )
-        who = RequestIdentity(self.run.run_id, self._index, req.variant, phase, context_tokens)
-        rec = client_record(result, who, tokenize_ms=tokenize_ms, client_tokens=client_tokens)
-        rec.trace_id = None if trace is None else trace.trace_id
-        span_ctx = trace if ours else None  # a traceparent the user set names their span
-        self._index += 1
-        if result.error_kind in _FATAL:
-            self._emit(rec, span_ctx)
-            await self._raise_fatal(result)  # nothing to measure without a server
-        if before is None:
-            rec.notes.append(f"no server metrics: {self._metrics_error}")
-        elif result.ok:
-            rec.waiting_before = queue_depth(before, model=self.ep.model)[1]
-            add_server_view(rec, await self._settled_breakdown(before))
-        if self.spans is not None and result.ok:
-            await await_spans(rec, self.spans, self.opts.span_wait_s)
-        self._emit(rec, span_ctx)
-        return rec
-
-    async def _raise_fatal(self, result: StreamResult) -> None:
-        try:
-            raise_for_result(result)
-        except ModelNotFound as exc:  # a wrong model name, or a wrong base URL: say which
-            served = functools.partial(self.ep.list_models, self.client)
-            raise await explain_not_found(
-                self.ep.model, exc, served, base_url=self.ep.base_url
-            ) from None
-
     def _stage(self, text: str) -> None:
         if self.on_stage is not None:
             self.on_stage(text)
-
-    async def _settled_breakdown(self, before: MetricsSnapshot) -> ServerBreakdown:
-        # vLLM records queue/prefill/e2e when the request finishes, a moment after [DONE]
-        deadline = time.monotonic() + self.opts.metrics_settle_s
-        while True:
-            after = await self._scrape()
-            if after is None:
-                return ServerBreakdown(
-                    engine="unknown",
-                    notes=[f"metrics scrape failed after the request: {self._metrics_error}"],
-                )
-            bd = breakdown(delta(before, after), model=self.ep.model)
-            counts = (bd.ttft_count, bd.e2e_count)
-            settled = all(c is None or c >= 1 for c in counts)
-            if settled or time.monotonic() > deadline:
-                if not settled:
-                    bd.notes.append(
-                        "server metrics did not advance within "
-                        f"{self.opts.metrics_settle_s:.0f}s of the response"
-                    )
-                return bd
-            await asyncio.sleep(0.02)
-
-    async def _scrape(self) -> MetricsSnapshot | None:
-        """A metrics snapshot, or None (reason kept) when the server exposes none."""
-        try:
-            return await ascrape(
-                self.ep.metrics_url, client=self.client, headers=self.ep.scrape_headers()
-            )
-        except MetricsError as exc:
-            self._metrics_error = exc.message
-            return None
 
     def _emit(self, rec: RequestRecord, span_ctx: TraceContext | None = None) -> None:
         # on_record first: it may drop fields the settings say not to record
@@ -268,13 +164,13 @@ class Prober:
             phase = self._phase(i)
             turn = agent_turn(i, seed=self.opts.seed, chars=self.opts.turn_chars)
             messages = _messages(ctx, history, turn)
-            await self.send(self._chat_request(messages), phase, size)
+            await self.sender.send(self._chat_request(messages), phase, size)
             history += [
                 {"role": "user", "content": turn},
                 {"role": "assistant", "content": _ASSISTANT_REPLY},
             ]
 
-    def _chat_request(self, messages: list[dict[str, str]]) -> _Request:
+    def _chat_request(self, messages: list[dict[str, str]]) -> ProbeRequest:
         body = {"model": self.ep.model, "messages": messages, **self._sampling()}
         tok = self.tok
         tokenize = None
@@ -283,7 +179,7 @@ class Prober:
             def tokenize() -> int:
                 return sum(len(tok.encode(m["content"])) for m in messages)
 
-        return _Request("chat", "/chat/completions", body, tokenize)
+        return ProbeRequest("chat", "/chat/completions", body, tokenize)
 
     async def ab_series(self, size: int) -> None:
         """Text vs token ids on /v1/completions, alternating which goes first."""
@@ -302,9 +198,9 @@ class Prober:
             text_req = self._completion_request("text", first if i % 2 == 0 else second)
             ids_req = self._completion_request("ids", ids)
             pair = (text_req, ids_req) if i % 2 == 0 else (ids_req, text_req)
-            await self.send(pair[0], phase, size)
+            await self.sender.send(pair[0], phase, size)
             # the first request of the first pair warmed the context for the second
-            await self.send(pair[1], "warmup" if phase == "cold" else phase, size)
+            await self.sender.send(pair[1], "warmup" if phase == "cold" else phase, size)
 
     def _sampling(self) -> dict[str, Any]:
         return {
@@ -312,9 +208,9 @@ class Prober:
             "temperature": self.ep.temperature,
         }
 
-    def _completion_request(self, variant: Variant, prompt: str | list[int]) -> _Request:
+    def _completion_request(self, variant: Variant, prompt: str | list[int]) -> ProbeRequest:
         body = {"model": self.ep.model, "prompt": prompt, **self._sampling()}
-        return _Request(variant, "/completions", body)
+        return ProbeRequest(variant, "/completions", body)
 
     async def gateway_series(self, size: int, gateway_url: str) -> None:
         """Chat straight to the server vs through the gateway, alternating, one conversation.
@@ -330,13 +226,13 @@ class Prober:
             turn = agent_turn(2000 + i, seed=self.opts.seed, chars=self.opts.turn_chars)
             req = self._chat_request(_messages(ctx, history, turn))
             gateway = (i % 2 == 0) == (i // 2 % 2 == 0)  # alternate who goes first per pair
-            req = _Request(
+            req = ProbeRequest(
                 "gateway" if gateway else "direct",
                 req.path,
                 req.body,
                 base_url=gateway_url if gateway else None,
             )
-            await self.send(req, phase, size)
+            await self.sender.send(req, phase, size)
             history += [
                 {"role": "user", "content": turn},
                 {"role": "assistant", "content": _ASSISTANT_REPLY},

@@ -19,7 +19,7 @@ import httpx
 from ttftscope.errors import MetricsError
 from ttftscope.metrics.names import COUNTERS, GAUGES
 from ttftscope.metrics.prom import MetricsSnapshot, parse
-from ttftscope.metrics.scrape import MAX_BODY_BYTES, decode_body, safe_url
+from ttftscope.metrics.scrape import MAX_BODY_BYTES, decode_body, safe_url, transport_error
 
 GATEWAY_PREFIX = "ttftscope_gateway_"
 _GAUGE_KEYS = ("running", "waiting", "kv_cache_usage")
@@ -101,9 +101,9 @@ async def light_scrape(
                         hint="check the target's metrics URL",
                     )
     except httpx.HTTPError as exc:
-        raise MetricsError(
-            f"scraping {safe_url(url)} failed ({type(exc).__name__})",
-            hint="the target may be down or overloaded",
+        # worded, and ``transport`` named, as the full scrape and every client word them
+        raise transport_error(url, exc, timeout).with_hint(
+            "the target may be down or overloaded"
         ) from None
     text, _note = decode_body(bytes(buf))
     snap = parse(filter_exposition(text), source=safe_url(url))

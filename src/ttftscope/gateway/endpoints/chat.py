@@ -19,16 +19,12 @@ from ttftscope.gateway.idpath import as_chat, encode_chat, prepare, takes_ids
 from ttftscope.gateway.idsbody import chat_ids_body, splice_ids
 from ttftscope.gateway.inputpolicy import lax_bool, stream_of
 from ttftscope.gateway.jsoncodec import InexactNumber, dumps
+from ttftscope.gateway.passthrough import PassThrough
 from ttftscope.gateway.sessions import Encoded
 from ttftscope.gateway.state import BadRequest, Gateway, internal_error, session_pin
-from ttftscope.gateway.translate import (
-    CannotTranslate,
-    ChatStreamTranslator,
-    chat_response,
-    completions_body,
-)
+from ttftscope.gateway.translate import CannotTranslate, completions_body
+from ttftscope.gateway.translate_answers import ChatStreamTranslator, chat_response
 from ttftscope.gateway.upstreams import Upstream
-from ttftscope.gateway.vllm_chat import PassThrough
 
 
 async def chat_completions(gw: Gateway, scope: Scope, receive: Receive) -> Response:

@@ -25,9 +25,10 @@ from ttftscope.gateway.asgi import ClientGone, Receive, Scope
 from ttftscope.gateway.endpoints.native import serve_native
 from ttftscope.gateway.forward import forward
 from ttftscope.gateway.idpath import chat_inputs, encode_chat, prepare, render_chat, takes_ids
+from ttftscope.gateway.passthrough import PassThrough
 from ttftscope.gateway.state import BadRequest, Gateway, internal_error, session_pin
 from ttftscope.gateway.upstreams import Upstream
-from ttftscope.gateway.vllm_chat import ChatInputs, PassThrough
+from ttftscope.gateway.vllm_chat import ChatInputs
 from ttftscope.gateway.vllm_messages import (
     disabled_thinking_effort,
     merges_inline_system,

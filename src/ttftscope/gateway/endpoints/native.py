@@ -22,10 +22,10 @@ from ttftscope.gateway.idpath import Convert, encode_chat, prepare, takes_ids
 from ttftscope.gateway.idsbody import kv_ids_body
 from ttftscope.gateway.inputpolicy import stream_of
 from ttftscope.gateway.jsoncodec import InexactNumber
+from ttftscope.gateway.passthrough import PassThrough
 from ttftscope.gateway.state import BadRequest, Gateway, internal_error, session_pin
 from ttftscope.gateway.upstreams import Upstream
 from ttftscope.gateway.verify import GatewayApi
-from ttftscope.gateway.vllm_chat import PassThrough
 
 
 async def serve_native(

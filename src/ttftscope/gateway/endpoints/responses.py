@@ -19,9 +19,10 @@ from starlette.responses import Response
 
 from ttftscope.gateway.asgi import Receive, Scope
 from ttftscope.gateway.endpoints.native import serve_native
+from ttftscope.gateway.passthrough import PassThrough
 from ttftscope.gateway.state import Gateway
 from ttftscope.gateway.upstreams import Upstream
-from ttftscope.gateway.vllm_chat import ChatInputs, PassThrough
+from ttftscope.gateway.vllm_chat import ChatInputs
 from ttftscope.gateway.vllm_responses import responses_inputs, responses_to_chat
 
 _HARMONY = frozenset({"gpt_oss"})
