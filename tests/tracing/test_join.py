@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
 
 from ttftscope.records import RequestRecord
-from ttftscope.tracing.join import apply_spans, join_records
+from ttftscope.tracing.join import apply_spans, await_spans, join_records
 from ttftscope.tracing.otlpdecode import AttrValue, Span
+from ttftscope.tracing.store import SpanStore
 
 T0_NS = 1_700_000_000_000_000_000  # the record's client start, as unix ns
 TRACE = "ab" * 16
@@ -146,3 +148,39 @@ def test_a_vllm_span_of_another_request_in_the_trace_is_not_taken_first() -> Non
     other = _vllm(request_id="chatcmpl-" + "77" * 16, ttft=0.500)
     rec = apply_spans(_rec(), [mine, other])
     assert rec.server_ttft_ms == pytest.approx(50.0)
+
+
+def _await(rec: RequestRecord, store: SpanStore, client_span_id: str) -> RequestRecord:
+    """await_spans with a long wait, bounded well below it: waiting in vain fails the test."""
+
+    async def run() -> RequestRecord:
+        return await asyncio.wait_for(
+            await_spans(rec, store, 60.0, client_span_id=client_span_id), 20.0
+        )
+
+    return asyncio.run(run())
+
+
+def test_vllm_parented_by_our_client_span_waits_for_nothing_more() -> None:
+    # a gateway that only passed traceparent on: vLLM's parent is the span we sent
+    store = SpanStore()
+    store.add([_vllm()])  # parent "22" * 8
+    rec = _await(_rec(), store, client_span_id="22" * 8)
+    assert rec.gateway_ms is None and rec.part_sources["queue_ms"] == "span"
+
+
+def test_a_hop_that_continued_the_trace_is_waited_for_and_joined() -> None:
+    # vLLM's parent is not our client span: the gateway's spans are on their way
+    store = SpanStore()
+    store.add([_vllm()])
+
+    async def run() -> RequestRecord:
+        joining = asyncio.create_task(await_spans(_rec(), store, 60.0, client_span_id="55" * 8))
+        await asyncio.sleep(0)  # the join is waiting now
+        assert not joining.done()
+        store.add(_gateway_spans())
+        return await asyncio.wait_for(joining, 20.0)
+
+    rec = asyncio.run(run())
+    assert rec.gateway_ms == pytest.approx(3.0)  # gateway span start 1.0 → upstream start 4.0
+    assert {s.name for s in rec.spans} >= {"gateway", "encode", "upstream", "llm_request"}

@@ -156,7 +156,8 @@ class _Bench:
             self.itl[rec.target or ""].extend(sent.itl_ms)
         self.records.append(rec)
         if self.spans is not None:
-            self.spans.later(rec, self._write)  # written once its span is joined
+            span_id = None if sent.trace is None else sent.trace.span_id
+            self.spans.later(rec, self._write, span_id)  # written once its spans are joined
         else:
             self._write(rec)
         if self.hooks.on_record is not None:

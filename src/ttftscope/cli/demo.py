@@ -23,11 +23,13 @@ from ttftscope.cli.extras import Extra, require_extra
 from ttftscope.cli.options import CliState, cli_state
 from ttftscope.cli.probe import ProbeArgs, probe_options, run_probe_command
 from ttftscope.cli.report import report
+from ttftscope.cli.traces import trace_port_for
 from ttftscope.config.schema import GatewaySettings, UpstreamSettings
 from ttftscope.localserver import process
 from ttftscope.localserver.model import model_dir
-from ttftscope.localserver.traces import trace_args
+from ttftscope.localserver.traces import SCHEDULE_DELAY_MS, trace_args
 from ttftscope.probe.experiments import AbMode
+from ttftscope.tracing.emit import open_emitter
 
 __all__ = ["demo"]
 
@@ -44,18 +46,28 @@ Next, with the CLI on your PATH (source .venv/bin/activate):
 
 
 @contextlib.contextmanager
-def _local_gateway(state: CliState, upstream: str) -> Iterator[str]:
-    """A token-id gateway in front of the local server, for the demo's A/B."""
+def _local_gateway(state: CliState, upstream: str, trace_port: int | None) -> Iterator[str]:
+    """A token-id gateway in front of the local server, for the demo's A/B. With the
+    server's spans read on ``trace_port``, the gateway's go there too: a request through
+    it is one trace, client → gateway → vLLM, in its record."""
     from ttftscope.gateway.serve import BackgroundGateway
 
     settings = GatewaySettings(
         upstreams={"local": UpstreamSettings(base_url=upstream, model_dir=model_dir())}
     )
-    with BackgroundGateway(settings) as gw:
-        state.err.print(
-            f"token-id gateway on {gw.base_url} (ids via {gw.gateway.upstreams[0].api})"
-        )
-        yield gw.base_url
+    emitter = None
+    if trace_port is not None:  # short batches, as vLLM's: the runs wait for these spans
+        url = f"http://127.0.0.1:{trace_port}"
+        emitter = open_emitter(url, command="demo", schedule_delay_ms=SCHEDULE_DELAY_MS)
+    try:
+        with BackgroundGateway(settings, emitter=emitter) as gw:
+            state.err.print(
+                f"token-id gateway on {gw.base_url} (ids via {gw.gateway.upstreams[0].api})"
+            )
+            yield gw.base_url
+    finally:
+        if emitter is not None:
+            emitter.shutdown()
 
 
 # short answers: the tiny CPU model takes ~15 ms a token, and TTFT is what is measured
@@ -172,7 +184,8 @@ def demo(
         if no_gateway:
             summary, bench_dirs = _probe_and_bench(state, args, None, False)
         else:
-            with _local_gateway(state, server.base_url) as url:
+            trace_port = trace_port_for(state.load().settings, server.base_url)
+            with _local_gateway(state, server.base_url, trace_port) as url:
                 summary, bench_dirs = _probe_and_bench(state, args, url, not no_bench)
     finally:
         if started.launched and not keep_server:

@@ -116,7 +116,8 @@ class RequestSender:
             rec.waiting_before = queue_depth(before, model=self.ep.model)[1]
             add_server_view(rec, await self._settled_breakdown(before))
         if self.spans is not None and result.ok:
-            await await_spans(rec, self.spans, self.span_wait_s)
+            span_id = None if trace is None else trace.span_id
+            await await_spans(rec, self.spans, self.span_wait_s, client_span_id=span_id)
         self._emit(rec, span_ctx)
         return rec
 

@@ -64,11 +64,14 @@ def open_emitter(
     command: str = "with traces on",
     environ: Mapping[str, str] | None = None,
     exporter: SpanExporter | None = None,
+    schedule_delay_ms: int | None = None,
 ) -> SpanEmitter | None:
     """An emitter batching spans to the configured endpoint; None when tracing is off.
 
     ``exporter`` replaces the OTLP exporter (tests pass an in-memory one); it turns tracing
-    on by itself. Raises :class:`MissingExtra` when tracing is on without the ``trace`` extra.
+    on by itself. ``schedule_delay_ms``: how long a batch waits (default the SDK's,
+    ``OTEL_BSP_SCHEDULE_DELAY`` or 5 s); a reader that waits for the spans wants it short.
+    Raises :class:`MissingExtra` when tracing is on without the ``trace`` extra.
 
     >>> open_emitter(None, environ={}) is None
     True
@@ -88,7 +91,7 @@ def open_emitter(
         raise exc
     from ttftscope.tracing.otlp import OtlpEmitter  # the SDK only when tracing is on
 
-    return OtlpEmitter(url, exporter=exporter)
+    return OtlpEmitter(url, exporter=exporter, schedule_delay_ms=schedule_delay_ms)
 
 
 def _traces_url(base: str) -> str:

@@ -24,6 +24,7 @@ becomes a :class:`~ttftscope.records.SpanTiming`, in ms from the record's client
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 
 from ttftscope.records import RequestRecord, ServerPart, SpanService, SpanTiming
@@ -100,12 +101,24 @@ def join_records(records: Sequence[RequestRecord], spans: Sequence[Span]) -> int
     return joined
 
 
-async def await_spans(rec: RequestRecord, store: SpanStore, wait_s: float) -> RequestRecord:
+async def await_spans(
+    rec: RequestRecord, store: SpanStore, wait_s: float, *, client_span_id: str | None = None
+) -> RequestRecord:
     """Wait up to ``wait_s`` for vLLM's span of ``rec`` (vLLM exports it a batch delay after
-    the request finishes), then :func:`apply_spans` what arrived; the same record."""
+    the request finishes), then :func:`apply_spans` what arrived; the same record.
+
+    ``client_span_id`` is the span id our ``traceparent`` carried. When vLLM's span has
+    another parent, a hop in between (our gateway) continued the trace and exports its own
+    spans: they are waited for too, within the same ``wait_s``. A hop that only passes
+    ``traceparent`` on leaves vLLM's parent ours, and nothing more is waited for.
+    """
     if rec.trace_id is None:
         return rec
+    t0 = time.monotonic()
     spans = await store.wait_async(rec.trace_id, (VLLM_SPAN,), timeout_s=wait_s)
+    if _hop_continued(spans, client_span_id):
+        left = max(0.0, wait_s - (time.monotonic() - t0))
+        spans = await store.wait_async(rec.trace_id, (VLLM_SPAN, GATEWAY_SPAN), timeout_s=left)
     if spans:
         apply_spans(rec, spans)
     if not any(s.name == VLLM_SPAN for s in spans):
@@ -115,6 +128,15 @@ async def await_spans(rec: RequestRecord, store: SpanStore, wait_s: float) -> Re
             "more often than that (OTEL_BSP_SCHEDULE_DELAY, 5000 ms unless set)?"
         )
     return rec
+
+
+def _hop_continued(spans: Sequence[Span], client_span_id: str | None) -> bool:
+    """Whether vLLM's span names a parent other than our client span, with no gateway span
+    in yet: a hop between us and vLLM made spans of its own."""
+    if client_span_id is None or any(s.name == GATEWAY_SPAN for s in spans):
+        return False
+    parents = {s.parent_span_id for s in spans if s.name == VLLM_SPAN}
+    return bool(parents) and parents != {client_span_id} and None not in parents
 
 
 def apply_spans(rec: RequestRecord, spans: Sequence[Span]) -> RequestRecord:

@@ -40,13 +40,19 @@ _KINDS = {"client": SpanKind.CLIENT, "server": SpanKind.SERVER, "internal": Span
 class OtlpEmitter:
     """Batches finished spans to an OTLP/HTTP endpoint (or to the ``exporter`` given)."""
 
-    def __init__(self, endpoint: str | None, *, exporter: SpanExporter | None = None) -> None:
+    def __init__(
+        self,
+        endpoint: str | None,
+        *,
+        exporter: SpanExporter | None = None,
+        schedule_delay_ms: int | None = None,
+    ) -> None:
         if exporter is None:
             from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
             # headers, timeout and compression come from OTEL_EXPORTER_OTLP_* as the SDK reads
             exporter = OTLPSpanExporter(endpoint=endpoint)
-        self._processor = BatchSpanProcessor(exporter)
+        self._processor = BatchSpanProcessor(exporter, schedule_delay_millis=schedule_delay_ms)
         self._resources: dict[str, Resource] = {}
 
     def emit(self, service: str, spans: Sequence[SpanData]) -> None:

@@ -24,19 +24,30 @@ class SpanJoiner:
         self.store, self.wait_s = store, wait_s
         self._pending: set[asyncio.Task[None]] = set()
 
-    def later(self, rec: RequestRecord, then: Callable[[RequestRecord], None]) -> None:
+    def later(
+        self,
+        rec: RequestRecord,
+        then: Callable[[RequestRecord], None],
+        client_span_id: str | None = None,
+    ) -> None:
         """Join ``rec`` in the background, then call ``then(rec)``; a record that failed goes
-        on at once (vLLM makes a span only for a request that finished)."""
+        on at once (vLLM makes a span only for a request that finished). ``client_span_id``:
+        the span id of the ``traceparent`` sent, if ours (see :func:`await_spans`)."""
         if not rec.ok or rec.trace_id is None:
             then(rec)
             return
-        task = asyncio.create_task(self._join(rec, then))
+        task = asyncio.create_task(self._join(rec, then, client_span_id))
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
 
-    async def _join(self, rec: RequestRecord, then: Callable[[RequestRecord], None]) -> None:
+    async def _join(
+        self,
+        rec: RequestRecord,
+        then: Callable[[RequestRecord], None],
+        client_span_id: str | None,
+    ) -> None:
         try:
-            await await_spans(rec, self.store, self.wait_s)
+            await await_spans(rec, self.store, self.wait_s, client_span_id=client_span_id)
         finally:  # cancelled at the end of a run: the record is still written
             then(rec)
 
