@@ -26,6 +26,7 @@ from ttftscope.records import RequestRecord
 from ttftscope.sdkinstrument.calls import Call
 
 RUN_PREFIX = "instrument-"
+NOT_ATTRIBUTABLE = "concurrent: queue not attributable"
 
 
 @dataclass(frozen=True)
