@@ -3,7 +3,8 @@ counts the request in its ``/metrics`` histograms and exports an ``llm_request``
 through the real OpenTelemetry SDK (as vLLM's output processor does), with the same figures.
 
 Each request's figures differ (request ``n`` has queue ``n`` ms), so a join that mixes two
-requests up shows. ``span_skew_s`` adds to the span's TTFT only: the two sources disagree.
+requests up shows; ``state.issued`` has each request's figures by its ``X-Request-Id``.
+``span_skew_s`` adds to the span's TTFT only: the two sources disagree.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ class _State:
     first_token_s: float = 0.0
     sums: dict[str, float] = field(default_factory=lambda: dict.fromkeys(_HISTOGRAMS, 0.0))
     count: int = 0
+    issued: dict[str, dict[str, float]] = field(default_factory=dict)  # by X-Request-Id
     lock: threading.Lock = field(default_factory=threading.Lock)
     provider: TracerProvider | None = None
 
@@ -64,6 +66,7 @@ class _State:
         with self.lock:
             self.count += 1
             got = figures(self.count)
+            self.issued[headers.get("x-request-id", "")] = got
             for k, v in got.items():
                 self.sums[k] += v
         if self.endpoint is None:

@@ -3,5 +3,5 @@
 Owns: installing vLLM into its own cached venv (``install``), building the tiny model
 (``model``, with its build script in ``data/``), starting, finding and stopping the server
 (``process``), and how the long steps report progress (``progress``). May import ``config``,
-``errors`` and ``assets``; never another capability.
+``errors``, ``assets`` and ``localstate`` (its state file); never another capability.
 """

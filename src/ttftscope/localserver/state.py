@@ -1,84 +1,34 @@
 """Where the local server runs: the port it starts on (:func:`choose_port`) and its record.
 
 The record (what runs where) is kept in a state file that later calls and other processes read,
-so a server that had to start on another port than 8000 is still found.
+so a server that had to start on another port than 8000 is still found; it lives in
+:mod:`ttftscope.localstate` (below the capabilities, which ``instrument`` reads too) and is
+re-exported here.
 """
 
 from __future__ import annotations
 
-import json
 import socket
-from dataclasses import asdict, dataclass
-from pathlib import Path
 
-from ttftscope.assets import cache_dir
-from ttftscope.config.schema import root_url
 from ttftscope.errors import LocalServerError
 from ttftscope.localserver.progress import Progress
+from ttftscope.localstate import LocalServer, read_state, state_dir, state_path, write_state
+
+__all__ = [
+    "DEFAULT_PORT",
+    "HOST",
+    "LocalServer",
+    "choose_port",
+    "pick_free_port",
+    "port_is_free",
+    "read_state",
+    "state_dir",
+    "state_path",
+    "write_state",
+]
 
 HOST = "127.0.0.1"
 DEFAULT_PORT = 8000  # the port every command's default base URL points at
-
-
-@dataclass(frozen=True)
-class LocalServer:
-    """A running local vLLM server.
-
-    >>> LocalServer("http://127.0.0.1:8000/v1", 8000, 1, "ttftscope-tiny", "/l").root_url
-    'http://127.0.0.1:8000'
-    """
-
-    base_url: str
-    port: int
-    pid: int
-    model: str
-    log_path: str
-    started_at: float = 0.0
-    trace_port: int = 0  # the 127.0.0.1 port its spans are exported to (0: not traced)
-
-    @property
-    def root_url(self) -> str:
-        """Server root without ``/v1`` (for ``/health``, ``/metrics``, ``/tokenize``)."""
-        return root_url(self.base_url)
-
-
-def state_dir() -> Path:
-    """Folder for the state file, lock and server log."""
-    path = cache_dir() / "localserver"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
-
-
-def state_path() -> Path:
-    """The JSON state file describing the running server, if any."""
-    return state_dir() / "state.json"
-
-
-def write_state(server: LocalServer, path: Path | None = None) -> None:
-    """Atomically record ``server`` in the state file.
-
-    >>> write_state(LocalServer("u", 1, 2, "m", "l"), result_dir / "state.json")
-    >>> read_state(result_dir / "state.json")
-    LocalServer(base_url='u', port=1, pid=2, model='m', log_path='l', started_at=0.0, trace_port=0)
-    """
-    path = path or state_path()
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(asdict(server), indent=2), encoding="utf-8")
-    tmp.replace(path)
-
-
-def read_state(path: Path | None = None) -> LocalServer | None:
-    """The server recorded in the state file, or None when absent or unreadable.
-
-    >>> read_state(Path("/nonexistent/state.json")) is None
-    True
-    """
-    path = path or state_path()
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        return LocalServer(**{k: data[k] for k in LocalServer.__dataclass_fields__ if k in data})
-    except (OSError, ValueError, TypeError):
-        return None
 
 
 def pick_free_port(host: str = HOST) -> int:

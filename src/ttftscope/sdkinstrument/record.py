@@ -22,10 +22,11 @@ from ttftscope.decompose import add_server_view as server_view
 from ttftscope.decompose import seconds_ms
 from ttftscope.errors import FailureKind, TransportFailure, os_failure
 from ttftscope.metrics.engines import ServerBreakdown
-from ttftscope.records import RequestRecord
+from ttftscope.records import RequestRecord, ServerPart
 from ttftscope.sdkinstrument.calls import Call
 
 RUN_PREFIX = "instrument-"
+NOT_ATTRIBUTABLE = "concurrent: queue not attributable"
 
 
 @dataclass(frozen=True)
@@ -183,9 +184,19 @@ def attributable(bd: ServerBreakdown, *, next_started: bool = False) -> Attribut
 
 
 def add_finish_view(rec: RequestRecord, bd: ServerBreakdown) -> None:
-    """Queue and prefill only: the window also holds the start of the next call."""
+    """Queue and prefill only: the window also holds the start of the next call.
+
+    >>> rec = RequestRecord(run_id="r", index=0, variant="chat", phase="warm", ok=True)
+    >>> add_finish_view(rec, ServerBreakdown("vllm-v1", queue_s=0.002, prefill_s=0.010))
+    >>> rec.queue_ms, rec.part_sources
+    (2.0, {'queue_ms': 'histogram', 'prefill_ms': 'histogram'})
+    """
     rec.queue_ms = seconds_ms(bd.queue_s)
     rec.prefill_ms = seconds_ms(bd.prefill_s)
+    parts: tuple[ServerPart, ...] = ("queue_ms", "prefill_ms")
+    for part in parts:
+        if getattr(rec, part) is not None:
+            rec.part_sources[part] = "histogram"  # as decompose marks its figures
     rec.checks = {"one_observation_each": False}
     rec.notes.append(
         "the next call started before the metrics scrape: queue and prefill (recorded "

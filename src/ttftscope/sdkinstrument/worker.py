@@ -5,7 +5,9 @@ order of the calls' ends: the client record is built; the ``/metrics`` window ar
 (:mod:`.sources`) fills the server fields when it is attributable — the call
 overlapped no other call and every histogram advanced by exactly one observation (only queue
 and prefill when the next call had already started); client tokenization is timed when a
-tokenizer is configured; and the record is kept in memory and written. Nothing here raises
+tokenizer is configured; when vLLM's spans are read, the record waits for its span on the
+thread of :mod:`.spanjoin` (in order, so this one's scrapes still follow each call's end); and
+the record is kept in memory and written. Nothing here raises
 out of the thread: a failing step is counted in ``stats.errors`` and logged once.
 """
 
@@ -27,16 +29,19 @@ from ttftscope.metrics.prom import MetricsSnapshot
 from ttftscope.records import RecordWriter, RequestRecord
 from ttftscope.sdkinstrument.calls import Call
 from ttftscope.sdkinstrument.record import (
+    NOT_ATTRIBUTABLE,
     add_finish_view,
     add_server_view,
     attributable,
     client_record,
 )
 from ttftscope.sdkinstrument.sources import ClientTokens, MetricsWindows, plain
+from ttftscope.sdkinstrument.spanjoin import SpanJoin
 from ttftscope.tokenization.loader import Tokenizer
 from ttftscope.tracing.emit import SpanEmitter
 from ttftscope.tracing.names import CLIENT_SERVICE
 from ttftscope.tracing.spans import client_span
+from ttftscope.tracing.store import SpanStore
 
 log = logging.getLogger("ttftscope.instrument")
 
@@ -47,7 +52,7 @@ log = logging.getLogger("ttftscope.instrument")
 _TICK_S = 0.02
 _SLOW_TICK_S = 0.1
 _IDLE_S = 1.0
-NOT_ATTRIBUTABLE = "concurrent: queue not attributable"
+_FINISH_S = 5.0  # at close, the span thread's last records: no more waiting, just delivering
 
 
 @dataclass(frozen=True)
@@ -71,6 +76,9 @@ class WorkerOptions:
     keep: int = 10_000
     secrets: tuple[str, ...] = ()
     emitter: SpanEmitter | None = None  # client spans, when tracing is on
+    spans: SpanStore | None = None  # vLLM's spans, when they are read (:mod:`.spanjoin`)
+    span_wait_s: float = 3.0  # how long after its call's end a record waits for its span
+    trace_note: str | None = None  # on every record: why spans are not read after all
 
 
 _TIMING_FIELDS = (
@@ -137,6 +145,11 @@ class Worker:
         self._no_writer = False
         self._requests: Any = None
         self._warned: set[str] = set()
+        self._join: SpanJoin[Call] | None = (
+            SpanJoin(opts.spans, opts.span_wait_s, self._deliver, self._guard)
+            if opts.spans is not None
+            else None
+        )
         self._thread = threading.Thread(target=self._run, name="ttftscope-instrument", daemon=True)
         self._thread.start()
 
@@ -161,7 +174,7 @@ class Worker:
                 if left <= 0 or not self._thread.is_alive():
                     return False
                 self._cond.wait(left)
-        return True
+        return self._join is None or self._join.drain(deadline - time.monotonic())
 
     def close(self, timeout: float = 10.0) -> bool:
         """Flush, stop the thread and close the files; later calls go unrecorded."""
@@ -184,6 +197,8 @@ class Worker:
             with self._cond:
                 self._processed += 1
                 self._cond.notify_all()
+        if self._join is not None:  # the records still waiting take what spans are there
+            self._join.finish(_FINISH_S)
         self._shutdown()
 
     def _next(self) -> Call | None:
@@ -235,6 +250,16 @@ class Worker:
             rec.tokenize_ms, rec.client_tokens = ms, count
             if note:
                 rec.notes.append(note)
+        if opts.trace_note is not None:
+            rec.notes.append(opts.trace_note)
+        if self._join is not None:
+            self._join.put(rec, call)
+        else:
+            self._deliver(rec, call)
+
+    def _deliver(self, rec: RequestRecord, call: Call) -> None:
+        """Keep, write and log a finished record (on the span thread when spans are read)."""
+        opts = self.opts
         if not opts.record_ttft:
             for name in _TIMING_FIELDS:
                 setattr(rec, name, None)

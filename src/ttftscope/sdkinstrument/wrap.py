@@ -23,7 +23,14 @@ the one after this call, filled only when it is this call's alone: calls that ov
 the note ``"concurrent: queue not attributable"``; when the next call had already started at
 the scrape, only queue and prefill (which vLLM records as a request finishes) are kept; other
 traffic on the server leaves them empty with a note. Sequential calls with any gap between
-them (the worker scrapes within ~20 ms of a call's end) get the full view.
+them (the worker scrapes within ~20 ms of a call's end) get the full view. When vLLM's spans
+are read (``observability.read_traces``: ``"on"``, or ``"auto"`` against the local server
+``local-server start`` started traced; as for probe and bench), the instrumentation also runs
+the trace receiver on ``observability.trace_receiver_port`` until :meth:`~Instrumentation.close`,
+and each record, overlapping or not, takes queue, prefill and server TTFT from vLLM's span of
+its trace (``part_sources`` ``"span"``; waited for up to 3 s after the call, off the call),
+checked against the histogram figures when it had them. A port already in use is a logged
+warning and a note on the records: the histograms then serve as without traces.
 
 Guarantees: the SDK returns exactly what it returns without us (streams are the SDK's own
 objects, timed in place); our code never raises into the call (the SDK's own exceptions, a
@@ -44,13 +51,12 @@ import functools
 import logging
 import threading
 import time
-import uuid
 import weakref
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ttftscope.config.schema import Settings, derive_metrics_url, same_origin
+from ttftscope.config.schema import Settings
 from ttftscope.errors import TtftscopeError
 from ttftscope.records import RequestRecord
 from ttftscope.sdkinstrument.calls import (
@@ -61,14 +67,21 @@ from ttftscope.sdkinstrument.calls import (
     call_variant,
     patch_stream,
 )
-from ttftscope.sdkinstrument.record import RUN_PREFIX
+from ttftscope.sdkinstrument.options import (
+    settings_or_default,
+    trace_headers,
+    with_spans,
+    worker_options,
+)
+from ttftscope.sdkinstrument.spanjoin import release
 from ttftscope.sdkinstrument.worker import Worker, WorkerOptions, WorkerStats
 from ttftscope.tokenization.loader import Tokenizer
-from ttftscope.tracing.context import REQUEST_ID, TRACEPARENT, TraceContext, with_trace
-from ttftscope.tracing.emit import SpanEmitter, open_emitter
+from ttftscope.tracing.context import TraceContext, with_trace
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI, OpenAI
+
+    from ttftscope.tracing.receiver import TraceReceiver
 
 __all__ = ["Instrumentation", "instrument", "instrumentation"]
 
@@ -92,7 +105,13 @@ class Instrumentation:
     ([], 0, True)
     """
 
-    def __init__(self, opts: WorkerOptions, *, snapshot_bodies: bool) -> None:
+    def __init__(
+        self,
+        opts: WorkerOptions,
+        *,
+        snapshot_bodies: bool,
+        receiver: TraceReceiver | None = None,
+    ) -> None:
         self.run_id = opts.run_id
         self.path = opts.records_path
         self._bodies = snapshot_bodies
@@ -102,6 +121,7 @@ class Instrumentation:
         self._starts = [0] * _RING  # start stamps of the latest calls, by index % _RING
         self._worker = Worker(opts, self._next_start)
         self._restore: list[Callable[[], None]] = []
+        self._receiver = receiver  # vLLM's spans arrive there (shared, released on close)
         # trace headers the client sets on every call (they win over ours)
         self._client_trace: dict[str, str] = {}
 
@@ -122,7 +142,8 @@ class Instrumentation:
     def close(self, timeout: float = 10.0) -> bool:
         """Flush, unwrap the client (later calls go unrecorded) and close the files.
 
-        The records stay readable here; the client can be instrumented again.
+        Records still waiting for vLLM's spans wait at most ``timeout`` in all; then they take
+        what has arrived. The records stay readable here; the client can be instrumented again.
         """
         for restore in self._restore:
             restore()
@@ -131,7 +152,11 @@ class Instrumentation:
         for client, handle in list(_HANDLES.items()):
             if handle is self:
                 del _HANDLES[client]
-        return self._worker.close(timeout)
+        done = self._worker.close(timeout)
+        receiver, self._receiver = self._receiver, None
+        if receiver is not None:
+            release(receiver)
+        return done
 
     # -- inside the user's call: timestamps and counters only --------------------------
     def _begin(self, endpoint: Endpoint, kwargs: dict[str, Any]) -> Call | None:
@@ -290,9 +315,7 @@ def instrument(
     """
     if client in _HANDLES:
         return client
-    opts, bodies = _options(client, _settings(settings), records, tokenizer)
-    handle = Instrumentation(opts, snapshot_bodies=bodies)
-    handle._client_trace = _trace_headers(client)
+    handle = _handle(client, settings_or_default(settings), records, tokenizer)
     wrap = _wrap_async if _is_async_client(client) else _wrap
     pairs: tuple[tuple[Any, Endpoint], ...] = (
         (client.chat.completions, "chat"),
@@ -305,6 +328,16 @@ def instrument(
     _HANDLES[client] = handle
     _LIVE.add(handle)
     return client
+
+
+def _handle(
+    client: Any, settings: Settings, records: str | Path | None, tok: Tokenizer | str | Path | None
+) -> Instrumentation:
+    opts, bodies = worker_options(client, settings, records, tok)
+    opts, receiver = with_spans(opts, settings)
+    handle = Instrumentation(opts, snapshot_bodies=bodies, receiver=receiver)
+    handle._client_trace = trace_headers(client)
+    return handle
 
 
 def instrumentation(client: object) -> Instrumentation:
@@ -327,22 +360,6 @@ def instrumentation(client: object) -> Instrumentation:
     return handle
 
 
-def _trace_headers(client: Any) -> dict[str, str]:
-    custom = getattr(client, "_custom_headers", None)
-    names = {TRACEPARENT, REQUEST_ID.lower()}
-    if not isinstance(custom, Mapping):
-        return {}
-    return {k: v for k, v in custom.items() if k.lower() in names and isinstance(v, str)}
-
-
-def _emitter(settings: Settings) -> SpanEmitter | None:
-    try:
-        return open_emitter(settings.observability.otlp_endpoint, command="instrument")
-    except TtftscopeError as exc:  # observability must not stop an application
-        log.warning("ttftscope.instrument: no client spans: %s", exc)
-        return None
-
-
 def _unwrap(resource: Any) -> None:
     vars(resource).pop("create", None)
 
@@ -351,57 +368,6 @@ def _is_async_client(client: object) -> bool:
     import openai
 
     return isinstance(client, openai.AsyncOpenAI)
-
-
-def _settings(settings: Settings | None) -> Settings:
-    if settings is not None:
-        return settings
-    from ttftscope.config.loader import load_settings
-
-    try:
-        return load_settings().settings
-    except TtftscopeError as exc:
-        log.warning("ttftscope.instrument: using default settings: %s", exc)
-        return Settings()
-
-
-def _records_path(records: str | Path | None, settings: Settings) -> Path | None:
-    target = Path(records) if records is not None else settings.observability.records_dir
-    if target is None:
-        return None
-    target = target.expanduser()
-    return target if target.suffix == ".jsonl" else target / "instrument.jsonl"
-
-
-def _options(
-    client: Any, settings: Settings, records: str | Path | None, tok: Tokenizer | str | Path | None
-) -> tuple[WorkerOptions, bool]:
-    obs, api = settings.observability, settings.api
-    base_url = str(client.base_url)
-    explicit = api.metrics_url != derive_metrics_url(api.base_url)
-    metrics_url = api.metrics_url if explicit else derive_metrics_url(base_url)
-    key = client.api_key if isinstance(client.api_key, str) else ""
-    send_key = key and (api.metrics_auth or same_origin(base_url, metrics_url))
-    path = _records_path(records, settings)
-    tokenizer = tok if tok is not None else settings.tokenizer.path
-    secrets = [key, api.api_key.get_secret_value() if api.api_key else ""]
-    opts = WorkerOptions(
-        run_id=f"{RUN_PREFIX}{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}",
-        base_url=base_url,
-        record_ttft=obs.record_ttft,
-        record_tokenize=obs.record_tokenize_ms and tokenizer is not None,
-        record_queue=obs.record_queue_ms,
-        log_tokens=settings.debug.log_token_count,
-        log_timing=settings.debug.log_request_timing,
-        metrics_url=metrics_url,
-        metrics_headers={"Authorization": f"Bearer {key}"} if send_key else {},
-        records_path=path,
-        requests_path=path.parent / "requests.jsonl" if path and obs.log_requests else None,
-        tokenizer=tokenizer,
-        secrets=tuple(s for s in secrets if s),
-        emitter=_emitter(settings),
-    )
-    return opts, opts.record_tokenize or opts.requests_path is not None
 
 
 @atexit.register

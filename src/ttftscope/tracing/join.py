@@ -119,6 +119,17 @@ async def await_spans(
     if _hop_continued(spans, client_span_id):
         left = max(0.0, wait_s - (time.monotonic() - t0))
         spans = await store.wait_async(rec.trace_id, (VLLM_SPAN, GATEWAY_SPAN), timeout_s=left)
+    return join_waited(rec, spans, wait_s)
+
+
+def join_waited(rec: RequestRecord, spans: Sequence[Span], wait_s: float) -> RequestRecord:
+    """:func:`apply_spans` after a wait of ``wait_s`` for ``spans``, with a note saying why
+    there may be none when vLLM's is not among them; the same record.
+
+    >>> rec = RequestRecord(run_id="r", index=0, variant="chat", phase="warm", ok=True)
+    >>> join_waited(rec, [], 3.0).notes[0][:35]
+    'no vLLM span for this request withi'
+    """
     if spans:
         apply_spans(rec, spans)
     if not any(s.name == VLLM_SPAN for s in spans):
