@@ -55,6 +55,7 @@ def test_a_version_1_record_written_again_carries_the_current_version(tmp_path: 
     # version 3's trace fields, empty: nothing a version 1 line said is lost or changed
     added: dict[str, object] = {
         "trace_id": None,
+        "request_id": None,
         "part_sources": {},
         "gateway_ms": None,
         "spans": [],

@@ -10,7 +10,8 @@ form; see :func:`clean_text`), and a non-finite float (nan, inf) becomes ``null`
 A record's ``schema_version`` says which fields its writer knew. Version 1 was written as
 ``ProbeRecord``; version 2 names it :class:`RequestRecord`, since probe, bench and
 instrumented clients all write it, with the same fields. Version 3 adds what traces tell
-(``trace_id``, ``part_sources``, ``gateway_ms``, ``spans``), each empty by default. Lines of an
+(``trace_id``, ``request_id``, ``part_sources``, ``gateway_ms``, ``spans``), each empty by
+default. Lines of an
 older version are read as the current one (:meth:`RequestRecord.upgrade`).
 """
 
@@ -131,6 +132,9 @@ class RequestRecord(BaseModel):
     # traces (ttftscope.tracing): the trace id sent as traceparent and X-Request-Id, where
     # each server figure came from, and the trace's spans when they were received
     trace_id: str | None = None
+    # sent as X-Request-Id: what vLLM's span names this request by (the trace id when the
+    # trace is ours; a fresh id when the caller's traceparent may be shared by many requests)
+    request_id: str | None = None
     part_sources: dict[ServerPart, PartSource] = Field(default_factory=dict)
     gateway_ms: float | None = None  # the gateway's own work: received to sent upstream
     spans: list[SpanTiming] = Field(default_factory=list)

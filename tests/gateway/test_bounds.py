@@ -23,6 +23,7 @@ import pytest
 
 from tests.faultserver import FaultServer
 from tests.gateway.gatewayserver import GatewayServer
+from tests.gatewaymetrics import gateway_metric
 from ttftscope.config.schema import GatewaySettings, UpstreamSettings
 
 MODEL = "tiny-qwen-chat"
@@ -317,6 +318,11 @@ def test_the_total_deadline_before_any_answer_is_a_504() -> None:
         body = {"model": MODEL, "max_tokens": 3, "messages": []}
         answer = httpx.post(gw.base_url + "/messages", json=body, timeout=BOUND_S)
         assert up.closed_by_peer.wait(BOUND_S)
+        # counted as what the client got, not as a client that left
+        total = "ttftscope_gateway_requests_total"
+        assert gateway_metric(gw.port, total, status="504") == 1
+        assert gateway_metric(gw.port, total, status="499") == 0
+        assert gateway_metric(gw.port, "ttftscope_gateway_client_disconnects_total") == 0
     assert answer.status_code == 504
     error = answer.json()["error"]
     assert error["type"] == "timeout_error" and "gateway.request_timeout_s" in error["message"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from openai import OpenAI
@@ -53,7 +54,11 @@ def test_the_callers_trace_headers_win_and_are_what_the_record_holds() -> None:
         ]
         instrumentation(client).close()
         instrumentation(other).close()
-    assert first["traceparent"] == THEIRS and first["x-request-id"] == "c3" * 16
+    # under the caller's trace (shared by its other calls) the request id is one of its own
+    assert first["traceparent"] == THEIRS and first["x-request-id"] != "c3" * 16
+    assert re.fullmatch("[0-9a-f]{32}", first["x-request-id"])
     assert records[0][0].trace_id == "c3" * 16
+    assert records[0][0].request_id == first["x-request-id"]
     assert second["x-request-id"] == "job-1"  # the client's own id is kept
     assert records[1][0].trace_id == parse_traceparent(second["traceparent"]).trace_id
+    assert records[1][0].request_id == "job-1"

@@ -70,11 +70,13 @@ def test_specials_and_runs_across_step_boundaries_stay_exact(
     family: str, load_family: Callable[[str], Tokenizer], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     tok = load_family(family)
-    _hf_calls(monkeypatch)
+    calls = _hf_calls(monkeypatch)
     specials = [t.content for t in tok.added_tokens if len(t.content) > 1][:3]
     pieces = [*specials, " " * 40, "\n" * 9, "é" * 7 + "\u0301", "😀" * 5, "1234567890" * 3]
     text = _straddled(mixed_text(len(pieces) * 3 * STEP + STEP, 7), pieces)
     assert IncrementalEncoder(tok).encode(text) == tok.encode(text)
+    # and it was the stepped path that was exact: no call saw the whole text
+    assert max(calls, default=0) < len(text) - STEP
 
 
 def test_short_texts_are_encoded_whole(

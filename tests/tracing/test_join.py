@@ -184,3 +184,21 @@ def test_a_hop_that_continued_the_trace_is_waited_for_and_joined() -> None:
     rec = asyncio.run(run())
     assert rec.gateway_ms == pytest.approx(3.0)  # gateway span start 1.0 → upstream start 4.0
     assert {s.name for s in rec.spans} >= {"gateway", "encode", "upstream", "llm_request"}
+
+
+def test_requests_under_one_callers_trace_each_get_their_own_vllm_span() -> None:
+    # the caller's traceparent is shared; each request went out with its own X-Request-Id
+    store = SpanStore()
+    first, second = "01" * 16, "02" * 16
+    store.add([_vllm(queue=0.001, request_id=f"chatcmpl-{first}")])
+    store.add([_vllm(queue=0.009, request_id=f"chatcmpl-{second}")])
+    got = [
+        asyncio.run(await_spans(_rec(request_id=rid), store, 5.0)).queue_ms
+        for rid in (first, second)
+    ]
+    assert got == pytest.approx([1.0, 9.0])
+
+
+def test_a_span_of_another_request_in_the_same_trace_is_never_taken() -> None:
+    rec = apply_spans(_rec(request_id="03" * 16), [_vllm(request_id="chatcmpl-" + "04" * 16)])
+    assert rec.queue_ms is None and "queue_ms" not in rec.part_sources

@@ -19,7 +19,7 @@ from opentelemetry.trace import SpanKind
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from ttftscope.tracing.context import new_context
-from ttftscope.tracing.receiver import TraceReceiver
+from ttftscope.tracing.receiver import TraceReceiver, receiving
 from ttftscope.tracing.vllmspan import vllm_timing
 
 
@@ -191,3 +191,14 @@ def test_an_exporter_kept_alive_reaches_the_next_receiver_on_the_port() -> None:
     finally:
         first.stop()
         provider.shutdown()
+
+
+def test_a_run_whose_port_is_taken_goes_on_without_spans(
+    receiver: TraceReceiver, caplog: pytest.LogCaptureFixture
+) -> None:
+    # a second --shard, or a probe beside a bench: the first run keeps the port
+    with receiving(receiver.port) as store:
+        assert store is None
+    assert "trace_receiver_port" in caplog.text and "histograms" in caplog.text
+    with receiving(None) as store:
+        assert store is None

@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+from contextvars import ContextVar
 from typing import Any, Literal
 
 from starlette.responses import Response, StreamingResponse
 
+from ttftscope.gateway.deadline import expired
 from ttftscope.gateway.hoptrace import CURRENT, begin
 from ttftscope.tracing.emit import SpanEmitter
 from ttftscope.tracing.names import GATEWAY_SERVICE
@@ -29,6 +31,22 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 # when a client left: before its answer began (counted 499), or during its stream
 Phase = Literal["before_answer", "mid_stream"]
+
+
+def cancel_status() -> int | None:
+    """Why the running request was cancelled, as the status it is counted with: 504 its
+    deadline passed, 499 its client left, None anything else (the server stopping).
+
+    >>> cancel_status() is None
+    True
+    """
+    if expired():
+        return 504
+    watch = _WATCH.get()
+    return 499 if watch is not None and watch.left else None
+
+
+_WATCH: ContextVar[Watch | None] = ContextVar("ttftscope_watch", default=None)
 
 
 class ClientGone(Exception):
@@ -118,7 +136,9 @@ class Watch:
     async def _watch(self) -> None:
         while (await self._receive())["type"] != "http.disconnect":
             pass
-        if not self._done:
+        # a request being cancelled already (its deadline) ends anyway: a second cancel
+        # would reach it as one CancelledError, taken for this one
+        if not self._done and not self._task.cancelling():
             self.left = True
             self._task.cancel()
 
@@ -194,6 +214,9 @@ class HotPath:
         status = 500
         try:
             status = await self._serve(handler, scope, receive, send)
+        except asyncio.CancelledError:
+            status = cancel_status() or status
+            raise
         finally:
             CURRENT.reset(token)
             if hop.ctx is not None and self.emitter is not None:
@@ -208,6 +231,7 @@ class HotPath:
     ) -> int:
         """Answer one routed request; the status sent (499: the client left first)."""
         watch = Watch(receive)
+        watching = _WATCH.set(watch)
         phase: Phase = "before_answer"
         status = 500
         try:
@@ -219,7 +243,7 @@ class HotPath:
             phase = "mid_stream"
             await send_response(response, send, watch)
         except asyncio.CancelledError:
-            if not watch.left:
+            if not watch.left or expired():
                 raise
             task = asyncio.current_task()
             assert task is not None
@@ -228,4 +252,5 @@ class HotPath:
             status = 499 if phase == "before_answer" else status
         finally:
             watch.stop()
+            _WATCH.reset(watching)
         return status

@@ -18,12 +18,25 @@ suits long agent turns: a 100K-token Claude Code turn can stream for minutes.
 from __future__ import annotations
 
 import asyncio
+from contextvars import ContextVar
 from typing import Any
 
 from ttftscope.gateway.apierrors import ErrorFormat, error_response, stream_error
 
 # the last words to a client that does not read: they may wait this long for it
 _GRACE_S = 5.0
+# the deadline the running exchange is under (one task per exchange)
+_CURRENT: ContextVar[Deadline | None] = ContextVar("ttftscope_deadline", default=None)
+
+
+def expired() -> bool:
+    """Whether the running exchange was cancelled by its deadline (not by anyone else).
+
+    >>> expired()
+    False
+    """
+    deadline = _CURRENT.get()  # set only inside an exchange's task
+    return deadline is not None and asyncio.current_task() in deadline._late
 
 
 def api_format(path: str) -> ErrorFormat:
@@ -63,6 +76,7 @@ class Deadline:
         if self._sweep_at is None:
             self._sweep_at = loop.call_later(self._tick, self._sweep)
         seen = _Watched(send)
+        token = _CURRENT.set(self)
         try:
             await self.app(scope, receive, seen)
         except asyncio.CancelledError:
@@ -71,6 +85,7 @@ class Deadline:
             task.uncancel()
             await self._expire(seen, api_format(scope.get("path", "")))
         finally:
+            _CURRENT.reset(token)
             self._open.pop(task, None)
             self._late.discard(task)
 
@@ -78,7 +93,9 @@ class Deadline:
         loop = asyncio.get_running_loop()
         now = loop.time()
         for task, due in self._open.items():
-            if due <= now and task not in self._late:
+            # one being cancelled already (its client left) ends anyway: a second cancel
+            # would reach it as one CancelledError and be taken for the first
+            if due <= now and task not in self._late and not task.cancelling():
                 self._late.add(task)
                 task.cancel()
         self._sweep_at = loop.call_later(self._tick, self._sweep) if self._open else None

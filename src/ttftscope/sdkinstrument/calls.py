@@ -56,6 +56,7 @@ class Call:
     abandoned: bool = False  # a stream closed or collected before its end
     done: bool = field(default=False, repr=False)
     trace_id: str | None = None  # of the traceparent sent (ours or the caller's own)
+    request_id: str | None = None  # the X-Request-Id sent (ours or the caller's own)
     trace: TraceContext | None = None  # ours only: the client span carries its ids
 
 

@@ -108,6 +108,7 @@ def client_record(
         model=call.response_model or call.model,
         t_wall=call.t_wall,
         trace_id=call.trace_id,
+        request_id=call.request_id,
         notes=[
             "instrument",
             f"endpoint: {call.endpoint}",

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 
 from ttftscope.records import RequestRecord
 from ttftscope.sdkinstrument.record import NOT_ATTRIBUTABLE
-from ttftscope.tracing.join import join_waited
+from ttftscope.tracing.join import join_waited, request_key
 from ttftscope.tracing.names import VLLM_SPAN
 from ttftscope.tracing.store import SpanStore
 
@@ -135,20 +135,21 @@ class SpanJoin(Generic[T]):
                 if not self._queue:
                     return
                 rec, call, deadline = self._queue.popleft()
-            if rec.ok and rec.trace_id is not None:
-                self._guard("span join", self._join, rec, rec.trace_id, deadline)
+            key = request_key(rec)
+            if rec.ok and key is not None:
+                self._guard("span join", self._join, rec, key, deadline)
             self._guard("record", self._deliver, rec, call)
             with self._cond:
                 self._pending -= 1
                 self._cond.notify_all()
 
-    def _join(self, rec: RequestRecord, trace_id: str, deadline: float) -> None:
-        spans = self.store.spans(trace_id)
+    def _join(self, rec: RequestRecord, key: str, deadline: float) -> None:
+        spans = self.store.spans(key)
         while not any(s.name == VLLM_SPAN for s in spans):
             left = deadline - time.monotonic()
             if left <= 0 or self._hurry:
                 break
-            spans = self.store.wait(trace_id, (VLLM_SPAN,), timeout_s=min(left, _SLICE_S))
+            spans = self.store.wait(key, (VLLM_SPAN,), timeout_s=min(left, _SLICE_S))
         # close() may have cut the wait short: the note says how long it was
         waited = min(self.wait_s, max(0.0, self.wait_s - (deadline - time.monotonic())))
         join_waited(rec, spans, round(waited, 1))

@@ -260,15 +260,16 @@ class Worker:
     def _deliver(self, rec: RequestRecord, call: Call) -> None:
         """Keep, write and log a finished record (on the span thread when spans are read)."""
         opts = self.opts
+        if opts.emitter is not None and call.trace is not None:  # from the times measured
+            spans = [client_span(rec, call.trace)]
+            self._guard("span", opts.emitter.emit, CLIENT_SERVICE, spans)
         if not opts.record_ttft:
             for name in _TIMING_FIELDS:
                 setattr(rec, name, None)
+            rec.part_sources.pop("server_ttft_ms", None)  # a source of nothing recorded
         self.records.append(rec)
         self.stats.recorded += 1
         self._write(rec, call)
-        if opts.emitter is not None and call.trace is not None:
-            spans = [client_span(rec, call.trace)]
-            self._guard("span", opts.emitter.emit, CLIENT_SERVICE, spans)
         if opts.log_timing or opts.log_tokens:
             log.info("%s", _log_line(rec))
 

@@ -76,7 +76,7 @@ from ttftscope.sdkinstrument.options import (
 from ttftscope.sdkinstrument.spanjoin import release
 from ttftscope.sdkinstrument.worker import Worker, WorkerOptions, WorkerStats
 from ttftscope.tokenization.loader import Tokenizer
-from ttftscope.tracing.context import TraceContext, with_trace
+from ttftscope.tracing.context import TraceContext, request_id_in, with_trace
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI, OpenAI
@@ -169,7 +169,7 @@ class Instrumentation:
                 busy = self._in_flight > 0
                 self._in_flight += 1
                 start = self._starts[index % _RING] = time.monotonic_ns()
-            trace_id, trace = self._trace(kwargs)
+            trace_id, request_id, trace = self._trace(kwargs)
             return Call(
                 index=index,
                 endpoint=endpoint,
@@ -181,15 +181,17 @@ class Instrumentation:
                 busy_at_start=busy,
                 body=body,
                 trace_id=trace_id,
+                request_id=request_id,
                 trace=trace,
             )
         except Exception as exc:
             _internal("start", exc)
             return None
 
-    def _trace(self, kwargs: dict[str, Any]) -> tuple[str | None, TraceContext | None]:
+    def _trace(self, kwargs: dict[str, Any]) -> tuple[str | None, str | None, TraceContext | None]:
         """Add ``traceparent`` and ``X-Request-Id`` to the call's ``extra_headers`` unless the
-        call or the client sets them; the trace id sent, and the context when it is ours."""
+        call or the client sets them; the trace id and request id sent, and the context when
+        it is ours."""
         extra = kwargs.get("extra_headers")
         extra = dict(extra) if isinstance(extra, Mapping) else {}
         # a header named with a non-string value (the SDK's Omit) is the caller's choice too
@@ -198,7 +200,8 @@ class Instrumentation:
         added = {k: v for k, v in _sent.items() if k not in named and k not in self._client_trace}
         if added:
             kwargs["extra_headers"] = {**extra, **added}
-        return (None if ctx is None else ctx.trace_id), (ctx if ours else None)
+        trace_id = None if ctx is None else ctx.trace_id
+        return trace_id, request_id_in(_sent), (ctx if ours else None)
 
     def _returned(self, call: Call | None, result: Any, *, is_async: bool) -> None:
         if call is None:

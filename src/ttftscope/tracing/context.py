@@ -66,13 +66,15 @@ def with_trace(
 
     Returns the headers to send, the context they carry (None when the caller's own
     ``traceparent`` is not a W3C one) and whether that context is ours, i.e. a span may be
-    emitted with its span id. A header the caller set (any case) is kept as it is.
+    emitted with its span id. A header the caller set (any case) is kept as it is. Under the
+    caller's own ``traceparent`` (which many requests may share) the ``X-Request-Id`` is a
+    fresh id of its own, so vLLM's span of this very request can be told from its siblings.
 
     >>> sent, ctx, ours = with_trace({"X-Team": "infra"})
     >>> sent["traceparent"] == ctx.traceparent and sent["X-Request-Id"] == ctx.trace_id, ours
     (True, True)
     >>> sent, ctx, ours = with_trace({"TraceParent": "00-" + "ab" * 16 + "-" + "cd" * 8 + "-01"})
-    >>> ctx.trace_id == "ab" * 16, ours, "traceparent" in sent, sent["X-Request-Id"] == ctx.trace_id
+    >>> ctx.trace_id == "ab" * 16, ours, "traceparent" in sent, sent["X-Request-Id"] != ctx.trace_id
     (True, False, False, True)
     """
     if not headers:  # the common case, on every request's path: no copies
@@ -95,8 +97,18 @@ def with_trace(
         if user_tp is None:
             out[TRACEPARENT] = ctx.traceparent
         if REQUEST_ID.lower() not in given:
-            out[REQUEST_ID] = ctx.request_id
+            out[REQUEST_ID] = ctx.request_id if ours else new_context().trace_id
     return out, ctx, ours
+
+
+def request_id_in(headers: Mapping[str, str]) -> str | None:
+    """The ``X-Request-Id`` in ``headers`` (any case), or None.
+
+    >>> request_id_in({"x-request-id": "r1"}), request_id_in({})
+    ('r1', None)
+    """
+    key = REQUEST_ID.lower()
+    return next((v for k, v in headers.items() if k.lower() == key), None)
 
 
 def parse_traceparent(value: str) -> TraceContext:

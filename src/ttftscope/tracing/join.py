@@ -41,6 +41,7 @@ from ttftscope.tracing.store import SpanStore
 from ttftscope.tracing.vllmspan import (
     COMPLETION_TOKENS,
     PROMPT_TOKENS,
+    REQUEST_ID,
     VllmTiming,
     sent_request_id,
     vllm_timing,
@@ -54,8 +55,9 @@ _SERVICES: dict[str, SpanService] = {CLIENT_SERVICE: "client", GATEWAY_SERVICE: 
 
 
 def request_key(rec: RequestRecord) -> str | None:
-    """What a record's spans are found by: its trace id (also sent as ``X-Request-Id``)."""
-    return rec.trace_id
+    """What a record's spans are found by: the ``X-Request-Id`` it was sent with (its trace
+    id when the trace is ours), else its trace id (records written before ``request_id``)."""
+    return rec.request_id or rec.trace_id
 
 
 def spans_for(rec: RequestRecord, spans: Sequence[Span]) -> list[Span]:
@@ -71,10 +73,7 @@ def spans_for(rec: RequestRecord, spans: Sequence[Span]) -> list[Span]:
         s
         for s in spans
         if s.trace_id == key
-        or (
-            s.name == VLLM_SPAN
-            and sent_request_id(_str(s.attributes.get("gen_ai.request.id"))) == key
-        )
+        or (s.name == VLLM_SPAN and sent_request_id(_str(s.attributes.get(REQUEST_ID))) == key)
     ]
 
 
@@ -88,7 +87,7 @@ def join_records(records: Sequence[RequestRecord], spans: Sequence[Span]) -> int
     for span in spans:
         by_key.setdefault(span.trace_id, []).append(span)
         if span.name == VLLM_SPAN:
-            sent = sent_request_id(_str(span.attributes.get("gen_ai.request.id")))
+            sent = sent_request_id(_str(span.attributes.get(REQUEST_ID)))
             if sent is not None and sent != span.trace_id:
                 by_key.setdefault(sent, []).append(span)
     joined = 0
@@ -112,13 +111,14 @@ async def await_spans(
     spans: they are waited for too, within the same ``wait_s``. A hop that only passes
     ``traceparent`` on leaves vLLM's parent ours, and nothing more is waited for.
     """
-    if rec.trace_id is None:
+    key = request_key(rec)
+    if key is None:
         return rec
     t0 = time.monotonic()
-    spans = await store.wait_async(rec.trace_id, (VLLM_SPAN,), timeout_s=wait_s)
+    spans = await store.wait_async(key, (VLLM_SPAN,), timeout_s=wait_s)
     if _hop_continued(spans, client_span_id):
         left = max(0.0, wait_s - (time.monotonic() - t0))
-        spans = await store.wait_async(rec.trace_id, (VLLM_SPAN, GATEWAY_SPAN), timeout_s=left)
+        spans = await store.wait_async(key, (VLLM_SPAN, GATEWAY_SPAN), timeout_s=left)
     return join_waited(rec, spans, wait_s)
 
 
@@ -167,10 +167,11 @@ def apply_spans(rec: RequestRecord, spans: Sequence[Span]) -> RequestRecord:
 
 def _vllm_of(rec: RequestRecord, spans: Sequence[Span]) -> VllmTiming | None:
     timings = [t for t in map(vllm_timing, spans) if t is not None]
-    # one request, one llm_request span; a trace with several (a retried hop) keeps the last
-    mine = [t for t in timings if t.sent_request_id in (None, rec.trace_id)]
-    chosen = mine or timings
-    return chosen[-1] if chosen else None
+    # one request, one llm_request span; several of this request (a retried hop): the last.
+    # Never another request's: a trace may hold many (the caller's own traceparent)
+    key = request_key(rec)
+    mine = [t for t in timings if t.sent_request_id in (None, key)]
+    return mine[-1] if mine else None
 
 
 def _server_figures(rec: RequestRecord, vllm: VllmTiming) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import logging
 import socket
 import threading
 from collections.abc import Iterator
@@ -26,6 +27,8 @@ from typing import Self
 from ttftscope.errors import TtftscopeError
 from ttftscope.tracing.otlpdecode import JSON, PROTOBUF, OtlpError, decode_export
 from ttftscope.tracing.store import DEFAULT_MAX_TRACES, SpanStore
+
+log = logging.getLogger("ttftscope.tracing")
 
 HOST = "127.0.0.1"
 PATH = "/v1/traces"
@@ -105,7 +108,10 @@ class TraceReceiver:
 
 @contextlib.contextmanager
 def receiving(port: int | None) -> Iterator[SpanStore | None]:
-    """A receiver on ``127.0.0.1:port`` for the block, and its store; None without a port.
+    """A receiver on ``127.0.0.1:port`` for the block, and its store; None without a port,
+    and None (with a warning) when the port is taken: another run (a second ``--shard``, a
+    probe beside a bench, an instrumented app) reads the spans there, and this run goes on
+    with the ``/metrics`` histograms instead of stopping.
 
     >>> with receiving(None) as store:
     ...     store is None
@@ -114,8 +120,16 @@ def receiving(port: int | None) -> Iterator[SpanStore | None]:
     if port is None:
         yield None
         return
-    with TraceReceiver(port) as receiver:
+    try:
+        receiver = TraceReceiver(port).start()
+    except TtftscopeError as exc:
+        log.warning("%s (%s); server parts come from /metrics histograms", exc, exc.hint)
+        yield None
+        return
+    try:
         yield receiver.store
+    finally:
+        receiver.stop()
 
 
 def _response_body(media: str) -> bytes:

@@ -13,7 +13,7 @@ import asyncio
 from collections.abc import Callable
 
 from ttftscope.records import RequestRecord
-from ttftscope.tracing.join import await_spans
+from ttftscope.tracing.join import await_spans, request_key
 from ttftscope.tracing.store import SpanStore
 
 
@@ -33,7 +33,7 @@ class SpanJoiner:
         """Join ``rec`` in the background, then call ``then(rec)``; a record that failed goes
         on at once (vLLM makes a span only for a request that finished). ``client_span_id``:
         the span id of the ``traceparent`` sent, if ours (see :func:`await_spans`)."""
-        if not rec.ok or rec.trace_id is None:
+        if not rec.ok or request_key(rec) is None:
             then(rec)
             return
         task = asyncio.create_task(self._join(rec, then, client_span_id))

@@ -31,7 +31,7 @@ from ttftscope.client.apis import API_PATHS, Api
 from ttftscope.client.stream import StreamResult
 from ttftscope.decompose import RequestIdentity, client_record
 from ttftscope.records import Phase, RequestRecord
-from ttftscope.tracing.context import TraceContext, with_trace
+from ttftscope.tracing.context import TraceContext, request_id_in, with_trace
 
 
 def encode_stream_body(body: Mapping[str, object], api: Api = "chat") -> bytes:
@@ -165,4 +165,5 @@ async def send(
     )
     rec, gaps = bench_record(result, who, serialize_ms, stamps)
     rec.trace_id = None if trace is None else trace.trace_id
+    rec.request_id = request_id_in(headers)
     return Sent(rec, gaps, result, trace if ours else None)

@@ -13,7 +13,7 @@ import orjson
 from starlette.responses import Response
 
 from ttftscope.gateway.apierrors import openai_error
-from ttftscope.gateway.asgi import ClientGone, Receive, Scope
+from ttftscope.gateway.asgi import ClientGone, Receive, Scope, cancel_status
 from ttftscope.gateway.forward import BadAnswer, forward
 from ttftscope.gateway.idpath import as_chat, encode_chat, prepare, takes_ids
 from ttftscope.gateway.idsbody import chat_ids_body, splice_ids
@@ -38,8 +38,9 @@ async def chat_completions(gw: Gateway, scope: Scope, receive: Receive) -> Respo
         response = openai_error(exc.status, exc.message, headers=exc.headers)
     except ClientGone:
         response = Response(status_code=499)
-    except asyncio.CancelledError:  # the client left (asgi.Watch): counted, then ended
-        gw.count("chat", up, mode, Response(status_code=499))
+    except asyncio.CancelledError:  # the client left (499) or the deadline passed (504)
+        if (status := cancel_status()) is not None:
+            gw.count("chat", up, mode, Response(status_code=status))
         raise
     except Exception:
         response = internal_error("openai", "chat")

@@ -10,7 +10,7 @@ import asyncio
 from starlette.responses import Response
 
 from ttftscope.gateway.apierrors import openai_error
-from ttftscope.gateway.asgi import ClientGone, Receive, Scope
+from ttftscope.gateway.asgi import ClientGone, Receive, Scope, cancel_status
 from ttftscope.gateway.forward import forward
 from ttftscope.gateway.idpath import encode_prompt
 from ttftscope.gateway.idsbody import splice_ids
@@ -44,8 +44,9 @@ async def completions(gw: Gateway, scope: Scope, receive: Receive) -> Response:
         response = openai_error(exc.status, exc.message, headers=exc.headers)
     except ClientGone:
         response = Response(status_code=499)
-    except asyncio.CancelledError:  # the client left (asgi.Watch): counted, then ended
-        gw.count("completions", up, mode, Response(status_code=499))
+    except asyncio.CancelledError:  # the client left (499) or the deadline passed (504)
+        if (status := cancel_status()) is not None:
+            gw.count("completions", up, mode, Response(status_code=status))
         raise
     except Exception:
         response = internal_error("openai", "completions")

@@ -21,7 +21,7 @@ import orjson
 from starlette.responses import Response
 
 from ttftscope.gateway.apierrors import anthropic_error
-from ttftscope.gateway.asgi import ClientGone, Receive, Scope
+from ttftscope.gateway.asgi import ClientGone, Receive, Scope, cancel_status
 from ttftscope.gateway.endpoints.native import serve_native
 from ttftscope.gateway.forward import forward
 from ttftscope.gateway.idpath import chat_inputs, encode_chat, prepare, render_chat, takes_ids
@@ -65,8 +65,9 @@ async def count_tokens(gw: Gateway, scope: Scope, receive: Receive) -> Response:
         response = anthropic_error(exc.status, exc.message, headers=exc.headers)
     except ClientGone:
         response = Response(status_code=499)
-    except asyncio.CancelledError:  # the client left (asgi.Watch): counted, then ended
-        gw.count("count_tokens", up, mode, Response(status_code=499))
+    except asyncio.CancelledError:  # the client left (499) or the deadline passed (504)
+        if (status := cancel_status()) is not None:
+            gw.count("count_tokens", up, mode, Response(status_code=status))
         raise
     except Exception:
         response = internal_error("anthropic", "count_tokens")

@@ -16,7 +16,7 @@ from typing import Any
 from starlette.responses import Response
 
 from ttftscope.gateway.apierrors import ErrorFormat, error_response
-from ttftscope.gateway.asgi import ClientGone, Receive, Scope
+from ttftscope.gateway.asgi import ClientGone, Receive, Scope, cancel_status
 from ttftscope.gateway.forward import forward
 from ttftscope.gateway.idpath import Convert, encode_chat, prepare, takes_ids
 from ttftscope.gateway.idsbody import kv_ids_body
@@ -50,8 +50,9 @@ async def serve_native(
         response = error_response(fmt, exc.status, exc.message, headers=exc.headers)
     except ClientGone:
         response = Response(status_code=499)
-    except asyncio.CancelledError:  # the client left (asgi.Watch): counted, then ended
-        gw.count(api, up, mode, Response(status_code=499))
+    except asyncio.CancelledError:  # the client left (499) or the deadline passed (504)
+        if (status := cancel_status()) is not None:
+            gw.count(api, up, mode, Response(status_code=status))
         raise
     except Exception:
         response = internal_error(fmt, api)
