@@ -94,3 +94,32 @@ def test_an_event_without_a_byte_stamp_still_gets_its_first_event_time() -> None
     f = EventFold(url=URL)
     assert on_event(SSEEvent(data="[DONE]"), f) and f.done
     assert "first_event" in f.stamps
+
+
+@pytest.mark.parametrize(
+    ("api", "events"),
+    [
+        (
+            "chat",
+            [
+                {"choices": [{"index": 0, "delta": {"role": "assistant"}}]},
+                {"choices": [{"index": 0, "delta": {"content": "hi"}}]},
+            ],
+        ),
+        (
+            "messages",
+            [
+                {"type": "message_start", "message": {"usage": {"input_tokens": 3}}},
+                {"type": "content_block_delta", "delta": {"type": "text_delta", "text": "hi"}},
+            ],
+        ),
+    ],
+)
+def test_a_whole_answer_in_one_chunk_has_its_first_token_no_later_than_its_last_byte(
+    api: str, events: list[dict[str, object]]
+) -> None:
+    # a short answer arrives in one network chunk: its first token came with it
+    chunk = b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)
+    fold = EventFold(url="u", api=api)  # type: ignore[arg-type]
+    assert fold_chunk(SSEDecoder(), chunk, fold)
+    assert fold.stamps["first_content"] == fold.stamps["last_byte"]

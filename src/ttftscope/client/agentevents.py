@@ -81,7 +81,7 @@ def error_message(obj: dict[str, Any]) -> object:
 def _content(fold: EventFold, piece: object, *, text: bool) -> None:
     if not (isinstance(piece, str) and piece):
         return
-    fold.stamp("first_content", first=True)
+    fold.arrived("first_content")
     fold.content_events += 1
     if text:
         fold.text.append(clean_text(piece))  # JSON "\ud800" escapes: no UTF-8 form

@@ -67,6 +67,19 @@ class EventFold:
         if not (first and name in self.stamps):
             self.stamps[name] = time.perf_counter_ns()
 
+    def arrived(self, name: str) -> None:
+        """Stamp ``name`` once, at the arrival of the chunk being folded (not when its events
+        are parsed: a whole short answer comes in one chunk, and its first token arrived
+        with it, not after it).
+
+        >>> f = EventFold(url="u"); f.stamps["last_byte"] = 5; f.arrived("first_content")
+        >>> f.stamps["first_content"]
+        5
+        """
+        if name not in self.stamps:
+            last = self.stamps.get("last_byte")
+            self.stamps[name] = time.perf_counter_ns() if last is None else last
+
 
 def fold_chunk(decoder: SSEDecoder, chunk: bytes, fold: EventFold) -> bool:
     """Stamp the arrival of one network chunk and fold the events it completes.
@@ -101,9 +114,7 @@ def on_event(event: SSEEvent, fold: EventFold) -> bool:
     >>> on_event(SSEEvent(data="[" * 100_000), f), f.failure.message[:48]
     (False, 'u sent an event that is JSON nested too deeply t')
     """
-    if "first_event" not in fold.stamps:
-        last = fold.stamps.get("last_byte")
-        fold.stamps["first_event"] = time.perf_counter_ns() if last is None else last
+    fold.arrived("first_event")
     fold.events += 1
     if event.is_done:
         fold.done = True
@@ -145,7 +156,7 @@ def _on_chunk(obj: dict[str, Any], fold: EventFold) -> None:
         reasoning = part.get("reasoning_content") or part.get("reasoning")
         # Role-only chunks (and empty strings) are framing, not the first token.
         if text or reasoning:
-            fold.stamp("first_content", first=True)
+            fold.arrived("first_content")
             fold.content_events += 1
             if isinstance(text, str) and choice.get("index", 0) == 0:
                 fold.text.append(clean_text(text))  # JSON "\ud800" escapes: no UTF-8 form
