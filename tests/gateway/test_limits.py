@@ -64,7 +64,7 @@ class Gate:
                 self.results.append(self.opened.wait(timeout=30))
             return real(tk, text)
 
-        # the call the encoder makes to encode a text (a window, or a whole cold prompt)
+        # the call the encoder makes to encode a whole cold prompt (windows: tokenization.cuts)
         monkeypatch.setattr("ttftscope.tokenization.incremental.plain", plain)
 
     def open(self) -> None:

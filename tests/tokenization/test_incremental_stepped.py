@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.tokenizer_fixtures.fixtures import FAMILIES, mixed_text
-from ttftscope.tokenization import incremental, offsets
+from ttftscope.tokenization import cuts, incremental, offsets
 from ttftscope.tokenization.incremental import IncrementalEncoder
 from ttftscope.tokenization.loader import Tokenizer
 
@@ -29,7 +29,8 @@ def _hf_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
         calls.append(len(text))
         return real(tk, text)
 
-    monkeypatch.setattr(incremental, "plain", plain)
+    monkeypatch.setattr(incremental, "plain", plain)  # whole texts and the first step
+    monkeypatch.setattr(cuts, "plain", plain)  # the windows after a cut
     monkeypatch.setattr(incremental, "STEP_CHARS", STEP)
     return calls
 

@@ -4,12 +4,15 @@ One cold 100K-token prompt costs 0.3-0.8 s of encoding and ~10 ms of template re
 the event loop (or in a thread that holds the GIL, as HF's ``encode`` does) every other
 client waits that long. The gateway runs such work here: a few worker threads (the encodes
 release the GIL, see :mod:`ttftscope.tokenization.offsets`) and a bounded queue in front of
-them. Workers keep the loop's scheduling priority: a worker at a lower priority that holds
-the GIL (reading the encoding into Python lists, a garbage collection) while the system
-preempts it makes the loop wait for it, which measured worse (0.5-0.9 s stalls on a loaded
-2-core machine) than sharing the CPU evenly. A job that finds the queue full is refused at
-once with :class:`Overloaded`, which the endpoints answer as 503 with ``Retry-After``: a
-client told to come back beats a stall that grows with every conversation that arrives.
+them. Workers run below the loop's scheduling priority (:data:`WORKER_NICE`, Linux, where a
+thread has its own nice value): the window engines that encode a cold prompt run Python in
+turns of at most the switch interval, so the loop, the clients and the upstream on the same
+cores are not kept waiting by the system behind them. (When one GIL hold lasted 20-130 ms, a
+preempted low-priority worker made the loop wait longer, 0.5-0.9 s, than an even share did;
+those holds are now cut into steps, see :mod:`ttftscope.tokenization.offsets`.) A job that
+finds the queue full is refused at once with :class:`Overloaded`, which the endpoints answer
+as 503 with ``Retry-After``: a client told to come back beats a stall that grows with every
+conversation that arrives.
 
 Work nobody waits for (the session cache's shadow checks) takes the pool's one background
 slot (:meth:`WorkPool.background`): it shares the pool's threads instead of adding a CPU-bound
@@ -26,6 +29,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
+import os
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -40,6 +45,11 @@ T = TypeVar("T")
 # 5 ms the loop waited up to that long at each wake-up while they did. 1 ms lowered the loop's
 # p99 lag under 6 cold 100K-token encodes in 7 of 8 paired runs, by a third to a half.
 SWITCH_INTERVAL_S = 0.001
+# How much lower the workers' priority is than the loop's (nice steps, Linux only). Paired runs
+# of benchmarks/gateway_soak.py (6 cold 100K-token prompts at once, 2 shared cores, load
+# 1.5-4.5): 10 lowered the small chats' p99 during the cold prompts in 16 of 17 pairs, to 0.6x
+# (median); the cold and churn phases took as long (1.01x, 1.05x).
+WORKER_NICE = 10
 
 
 class Overloaded(Exception):
@@ -61,7 +71,9 @@ class WorkPool:
         self.pending = 0  # running or waiting, counted until the thread is done
         self.refused = 0
         self._mean_s = 0.5  # a job's recent mean duration, for Retry-After
-        self._executor = ThreadPoolExecutor(workers, thread_name_prefix="ttftscope-encode")
+        self._executor = ThreadPoolExecutor(
+            workers, thread_name_prefix="ttftscope-encode", initializer=lower_priority
+        )
         self._background_lock = threading.Lock()
         self._background_busy = False
 
@@ -126,6 +138,29 @@ class WorkPool:
 
     def close(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)
+
+
+def lower_priority(steps: int = WORKER_NICE) -> bool:
+    """Run the calling thread ``steps`` nice steps below where it is (at most 19); whether it
+    could (Linux only: elsewhere a thread has no nice value of its own, and the call would
+    reach the whole process).
+
+    >>> import threading
+    >>> seen: list[bool] = []
+    >>> worker = threading.Thread(target=lambda: seen.append(lower_priority()))
+    >>> worker.start(); worker.join()
+    >>> seen == [sys.platform.startswith("linux")]  # that thread alone now runs at nice 10
+    True
+    """
+    if not sys.platform.startswith("linux"):
+        return False
+    me = threading.get_native_id()
+    try:
+        now = os.getpriority(os.PRIO_PROCESS, me)
+        os.setpriority(os.PRIO_PROCESS, me, min(19, now + steps))
+    except OSError:  # a sandbox refusing it: the worker keeps the loop's priority
+        return False
+    return True
 
 
 def _then_trim(fn: Callable[..., T], *args: object) -> T:

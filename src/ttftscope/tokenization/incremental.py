@@ -5,62 +5,14 @@ character; agent prompts hold a few, and UTF-8 decodes at ~3 GB/s), the ids, and
 ``2 * end_offset + piece_start_flag`` in an ``array('I')``. Ids live in a list whose int objects
 come from one process-wide table, so the per-token cost is 8 + 4 bytes plus the text.
 
-Why the cut is exact (regex pre-tokenizer families, ``Plan.mode == "regex"``)
-------------------------------------------------------------------------------
-HF ``encode`` does: (1) split out added tokens (leftmost-longest, on the raw text), (2) in
-each remaining segment normalize, (3) pre-tokenize with one regex split, (4) run BPE on each
-piece independently. Let O be the old text, T the new one, c their common prefix length.
-
-* Restart lemma. A regex without look-behind, ``\\b``, ``^``, ``\\G`` (checked by
-  :func:`~ttftscope.tokenization.boundary.regex_is_local`) decides the match at position s from
-  ``text[s:]`` alone, and a scan started at a piece boundary b meets exactly the pieces the
-  full scan finds after b. So the tokens of ``T[b:]`` equal T's tokens after b, if b is a
-  piece boundary of T.
-* Read horizon. Every alternative allowed reads at most one prefix character, one run of a
-  single coarse class (letters+marks, numbers, white space, other), a short tail (contraction
-  of <= 3 characters, or a newline/"/" run that belongs to the match), and one character of
-  look-ahead or ``$``. Let q be the start of the last coarse-class run of ``O[:c]`` and ps
-  the start of O's piece that holds character q-2. A match of O ending at e <= ps reads at most
-  up to index max(e + 2, end of its own run) <= q <= c - 1 (its run cannot span q-1|q, whose
-  classes differ; "ambiguous" characters never end a run, which only moves q left). So every
-  piece of O before ps is found identically in T: ps is a piece boundary of T, the cached
-  tokens before ps are T's, and by the restart lemma ``encode(T[ps:])`` gives the rest.
-* Added tokens. A match of an added token starting at s reads ``T[s:s+L]``; all occurrences
-  starting before c - L are therefore identical, so cutting before c - L - 1 (and before the
-  trailing white-space run when a token strips white space) keeps every occurrence whole.
-* Canonical normalizers (NFC/NFD) never change text across an ASCII character (ASCII is never
-  the second of a composition pair and blocks mark reordering), and keep coarse classes. The
-  argument is run on ``O[:c']`` with c' the last ASCII character before c, and cuts are moved
-  to pieces that start with an ASCII character.
-* Belt and braces: the window starts one piece earlier and must reproduce the cached tokens of
-  that piece, with a piece boundary at the cut; otherwise the call falls back to a full encode.
-
-SentencePiece BPE (``Plan.mode == "space"``: no pre-tokenizer, normalizer only prepends "▁"
-and maps " " to "▁")
-------------------------------------------------------------------------------------------
-The model runs BPE over a whole segment, but when no vocabulary token holds "▁" right after a
-character other than "▁" (checked on the vocabulary when the tokenizer is loaded), no merge can
-ever join the two sides of a position j where the normalized text has "▁" at j and something
-else at j-1. BPE applies merges by rank over adjacent pairs, so with no pair across j the two
-sides evolve exactly as if encoded separately. Cut at the latest such j before c - L (added
-tokens, as above); the window is encoded without the "▁" start marker (it is mid-segment), and
-a segment that starts after an added token inside the window is re-encoded with the marker
-(HF prepends it to every segment). The previous word is re-encoded too and must match.
-
-Window encoders: regex windows are encoded by :mod:`ttftscope.tokenization.fastpath` and space
-windows by :mod:`ttftscope.tokenization.spacewindow` when the declared components allow
-(exactly the ids and offsets of an HF encode of the window; arguments there), else by HF.
+Where a changed text may reuse the cached tokens, and the proofs that the ids stay exact,
+are in :mod:`ttftscope.tokenization.cuts`; this module keeps the state, applies the splices
+and encodes what has no cut (a first or unrelated text).
 
 Cold texts: a text longer than ``2 * STEP_CHARS`` is encoded as appends of ``STEP_CHARS``
 characters from an empty state, through the same proven cuts (regex and space modes), so HF
 never builds a long prompt's whole offsets list while holding the GIL; on the qwen2 and llama2
 fixtures a 175K-token text also took ~4x less time this way (the window engines' piece cache).
-
-Verified path (any other or unknown component)
-----------------------------------------------
-No proof, so the window must reproduce the cached tokens over an overlap ending before c, at a
-character boundary (all byte-fallback tokens of one character stay together); the splice is
-at the end of that overlap. No overlap: widen the window 4x, up to 3 times; then full encode.
 
 >>> enc = IncrementalEncoder(o200k_tok)  # a loaded tokenizer (load_tokenizer)
 >>> enc.encode("hello") == enc.encode("hello") == o200k_tok.encode("hello")
@@ -72,28 +24,18 @@ from __future__ import annotations
 import sys
 import time
 from array import array
-from bisect import bisect_right
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 import tokenizers
 
+from ttftscope.tokenization.cuts import Cached, Splice, find_cut
 from ttftscope.tokenization.fastpath import shared_ints
-from ttftscope.tokenization.offsets import Unsure, convert, encode_ids, occurrences, plain
+from ttftscope.tokenization.offsets import Unsure, convert, encode_ids, plain
 from ttftscope.tokenization.shadow import Runner, ShadowChecks
-from ttftscope.tokenization.textscan import (
-    RUN_CAP,
-    agreement,
-    common_prefix_len,
-    last_ascii,
-    last_run_start,
-    piece_start,
-    word_start,
-)
+from ttftscope.tokenization.textscan import common_prefix_len
 from ttftscope.tokenization.window_engines import Engines, HasHF, engines_for
 
-_PIECE_CAP = 512  # most tokens walked back to find a piece start
 # A cold text longer than twice this is encoded in appends of this many characters
 # (:meth:`IncrementalEncoder._stepped`): ~4K tokens, whose offsets HF builds in ~1-3 ms.
 STEP_CHARS = 16_384
@@ -350,7 +292,7 @@ class IncrementalEncoder:
         if mismatches:
             self.reset()
 
-    # --- incremental -------------------------------------------------------------------------
+    # --- incremental ---------------------------------------------------------------------
     def _update(self, text: str) -> EncodePath | None:
         old = self._text
         assert old is not None
@@ -359,137 +301,21 @@ class IncrementalEncoder:
             self.stats.last_reused_tokens, self.stats.last_reencoded_chars = len(self._ids), 0
             return "same"
         kind: Change = "append" if c == len(old) else "edit"
-        mode = self._eng.plan.mode
-        if mode == "regex":
-            return self._regex_cut(text, c, kind)
-        if mode == "space":
-            found = self._space_cut(text, c, kind)
-            if found is not None:
-                return found
-        return self._verified(text, c, kind)
-
-    def _space_cut(self, text: str, c: int, kind: Change) -> EncodePath | None:
-        """Cut at a proven SentencePiece word start; the previous word is re-checked."""
-        old = self._text
-        assert old is not None
-        ends = self._ends
-        target = self._target(c, c, 1)
-        a = word_start(old, target, RUN_CAP) if target > 0 else -1
-        a0 = word_start(old, a - 1, RUN_CAP) if a > 1 else -1
-        if a0 <= 0:
+        cached = Cached(self._eng, self._table, old, self._ids, self._ends)
+        try:
+            cut = find_cut(cached, text, c)
+        finally:
+            self.stats.widenings += cached.widenings
+        if cut is None:
             return None
-        k, k0 = bisect_right(ends, 2 * a + 1), bisect_right(ends, 2 * a0 + 1)
-        if not 0 < k0 < k or ends[k - 1] >> 1 != a or ends[k0 - 1] >> 1 != a0:
-            return None
-        space = self._eng.space
-        found = space.encode(text, a0) if space is not None else None
-        win_ids, win_ends = found if found is not None else self._window(text, a0)
-        n = k - k0
-        if (
-            win_ids[:n] != self._ids[k0:k]
-            or len(win_ends) <= n
-            or [e >> 1 for e in win_ends[:n]] != [e >> 1 for e in ends[k0:k]]
-        ):
-            return None
-        self._splice(k, win_ids[n:], win_ends[n:], len(text) - a0)
-        return kind
+        self._splice(cut)
+        return _VERIFIED[kind] if cut.verified else kind
 
-    def _target(self, c: int, horizon: int, extra: int) -> int:
-        """Latest character before which a cut keeps added tokens and run reads intact."""
-        old = self._text
-        assert old is not None
-        plan = self._eng.plan
-        target = min(horizon, c - plan.added_margin) - extra
-        if plan.strip_tokens and c > 0 and old[c - 1].isspace():
-            ws = last_run_start(old, c, RUN_CAP)
-            target = min(target, ws - plan.added_margin) if ws >= 0 else -1
-        return target
-
-    def _regex_cut(self, text: str, c: int, kind: Change) -> EncodePath | None:
-        old = self._text
-        assert old is not None
-        ends = self._ends
-        c_eff = c
-        if self._eng.plan.composing:
-            c_eff = last_ascii(old, c, RUN_CAP)
-        q = last_run_start(old, c_eff, RUN_CAP) if c_eff > 0 else -1
-        target = self._target(c, q - 2, 0) if q >= 0 else -1
-        if target <= 0:
-            return None
-        k = bisect_right(ends, 2 * target + 1)
-        if k >= len(ends):
-            return None
-        k = piece_start(ends, k, _PIECE_CAP)
-        if self._eng.plan.composing:
-            while k > 0 and not (old[ends[k - 1] >> 1].isascii()):
-                k = piece_start(ends, k - 1, _PIECE_CAP)
-        k0 = piece_start(ends, k - 1, _PIECE_CAP) if k > 0 else -1
-        if self._eng.plan.composing:
-            while k0 > 0 and not (old[ends[k0 - 1] >> 1].isascii()):
-                k0 = piece_start(ends, k0 - 1, _PIECE_CAP)
-        if k0 < 0 or k < 1:
-            return None
-        a0 = ends[k0 - 1] >> 1 if k0 > 0 else 0
-        win_ids, win_ends = self._regex_window(text, a0)
-        n = k - k0
-        if (
-            win_ids[:n] != self._ids[k0:k]
-            or win_ends[:n] != ends[k0:k]
-            or len(win_ends) <= n
-            or not win_ends[n] & 1
-        ):
-            return None
-        self._splice(k, win_ids[n:], win_ends[n:], len(text) - (ends[k - 1] >> 1))
-        return kind
-
-    def _regex_window(self, text: str, a0: int) -> tuple[list[int], array[int]]:
-        fast = self._eng.fast.encode(text, a0) if self._eng.fast is not None else None
-        if fast is not None:
-            return fast
-        return convert(self._eng, self._table, plain(self._eng.full, text[a0:]), a0, text)
-
-    def _splice(self, k: int, ids: Sequence[int], ends: array[int], chars: int) -> None:
-        del self._ids[k:]
-        self._ids.extend(ids)
-        del self._ends[k:]
-        self._ends.extend(ends)
-        self.stats.reused_tokens += k
-        self.stats.reencoded_chars += chars
-        self.stats.last_reused_tokens, self.stats.last_reencoded_chars = k, chars
-
-    def _verified(self, text: str, c: int, kind: Change) -> EncodePath | None:
-        width = 64
-        for attempt in range(4):
-            target = self._target(c, c, width)
-            if target <= 0:
-                return None
-            k0 = bisect_right(self._ends, 2 * target + 1)
-            if k0 == 0:
-                return None
-            a0 = self._ends[k0 - 1] >> 1
-            win_ids, win_ends = self._window(text, a0)
-            n = agreement(self._ids, self._ends, k0, win_ids, win_ends, 2 * c + 1)
-            if n >= 2:
-                self.stats.widenings += attempt
-                self._splice(k0 + n, win_ids[n:], win_ends[n:], len(text) - a0)
-                return _VERIFIED[kind]
-            width *= 4
-        self.stats.widenings += 3
-        return None
-
-    def _window(self, text: str, a0: int) -> tuple[list[int], array[int]]:
-        """Encode ``text[a0:]`` mid-segment; segments after an added token get their marker."""
-        eng = self._eng
-        enc = plain(eng.window, text[a0:])
-        ids, ends = convert(self._eng, self._table, enc, a0, text)
-        if eng.window is eng.full or eng.added_ids.isdisjoint(ids):
-            return ids, ends
-        marks = occurrences(self._eng, ids, enc.offsets, a0, text)
-        if True in marks:
-            i = marks.index(True)
-            start = ends[i - 1] >> 1 if i > 0 else a0
-            rest_ids, rest_ends = convert(
-                self._eng, self._table, plain(eng.full, text[start:]), start, text
-            )
-            return ids[:i] + rest_ids, ends[:i] + rest_ends
-        return ids, ends
+    def _splice(self, cut: Splice) -> None:
+        del self._ids[cut.keep :]
+        self._ids.extend(cut.ids)
+        del self._ends[cut.keep :]
+        self._ends.extend(cut.ends)
+        self.stats.reused_tokens += cut.keep
+        self.stats.reencoded_chars += cut.chars
+        self.stats.last_reused_tokens, self.stats.last_reencoded_chars = cut.keep, cut.chars

@@ -1,0 +1,75 @@
+"""The work pool's threads run below the event loop's priority (Linux: per-thread nice)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import threading
+
+import pytest
+
+from ttftscope.gateway.workpool import WORKER_NICE, WorkPool, lower_priority
+
+linux_only = pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="a thread has its own nice value on Linux only"
+)
+
+
+def _own_nice() -> int:
+    return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+
+@linux_only
+def test_jobs_run_below_the_callers_priority_and_the_caller_keeps_its_own() -> None:
+    caller = _own_nice()
+    pool = WorkPool(workers=2, queue=0)
+    try:
+        seen = asyncio.run(pool.run(_own_nice))
+        background = pool.background(_own_nice)
+        assert background is not None
+        assert seen == background.result() == min(19, caller + WORKER_NICE)
+        assert _own_nice() == caller  # the loop's thread is untouched
+    finally:
+        pool.close()
+
+
+@linux_only
+def test_lowering_is_relative_and_stops_at_19() -> None:
+    seen: list[int] = []
+
+    def worker() -> None:
+        seen.append(_own_nice())
+        assert lower_priority(3)
+        seen.append(_own_nice())
+        assert lower_priority(40)
+        seen.append(_own_nice())
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    thread.join()
+    before, after_3, after_40 = seen
+    assert after_3 == min(19, before + 3)
+    assert after_40 == 19
+
+
+def test_elsewhere_nothing_is_changed(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[tuple[int, int, int]] = []
+    monkeypatch.setattr(sys, "platform", "darwin")
+    monkeypatch.setattr(os, "setpriority", lambda *a: calls.append(a))
+    assert lower_priority() is False
+    assert calls == []  # on macOS a thread id passed as a pid could name another process
+
+
+def test_a_refused_change_leaves_a_working_pool(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*_: int) -> None:
+        raise PermissionError("not permitted")
+
+    monkeypatch.setattr(sys, "platform", "linux")
+    monkeypatch.setattr(os, "setpriority", refuse)
+    assert lower_priority() is False
+    pool = WorkPool(workers=1, queue=0)
+    try:
+        assert asyncio.run(pool.run(sum, [1, 2])) == 3
+    finally:
+        pool.close()
