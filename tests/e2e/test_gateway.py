@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import re
-import socket
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -20,6 +18,7 @@ import pytest
 from tests.faultserver import FaultServer
 from tests.gateway.gatewayserver import GatewayServer
 from tests.gatewaymetrics import gateway_metric
+from tests.rawclient import post_raw
 from ttftscope.agenttext import agent_turn
 from ttftscope.config.schema import GatewaySettings, UpstreamSettings
 from ttftscope.localserver.install import vllm_home
@@ -229,7 +228,7 @@ def test_a_client_that_leaves_a_whole_answer_aborts_it_in_vllm(
     left = gateway_metric(gateway.port, _LEFT, phase="before_answer")
     gone = gateway_metric(gateway.port, "ttftscope_gateway_requests_total", status="499")
     before = _vllm_metric(vllm, "vllm:generation_tokens_total")
-    with _send(gateway.port, "/v1" + path, body):
+    with post_raw(gateway.port, "/v1" + path, body, timeout_s=60):
         # this request is generating (a verification request makes one token at most)
         _wait_for(lambda: _vllm_metric(vllm, "vllm:generation_tokens_total") - before >= 16)
     seconds = _until_idle(vllm)
@@ -240,18 +239,6 @@ def test_a_client_that_leaves_a_whole_answer_aborts_it_in_vllm(
     assert gateway_metric(gateway.port, "ttftscope_gateway_requests_total", status="499") == (
         gone + 1
     )
-
-
-def _send(port: int, path: str, body: dict[str, Any]) -> socket.socket:
-    """A client that has sent its whole request (closing the socket leaves)."""
-    data = json.dumps(body).encode()
-    head = (
-        f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-        f"Content-Length: {len(data)}\r\n\r\n"
-    ).encode()
-    sock = socket.create_connection(("127.0.0.1", port), timeout=60)
-    sock.sendall(head + data)
-    return sock
 
 
 def _vllm_metric(vllm: LocalServer, name: str) -> float:

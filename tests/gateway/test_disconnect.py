@@ -13,7 +13,6 @@ A client that leaves while its long prompt is encoded causes no upstream request
 
 from __future__ import annotations
 
-import json
 import socket
 import threading
 import time
@@ -28,6 +27,7 @@ from tests.faultserver import FaultOptions, FaultServer
 from tests.gateway.gatewayserver import GatewayServer
 from tests.gateway.test_limits import MODEL, Gate, _long_text
 from tests.gatewaymetrics import gateway_metric
+from tests.rawclient import post_raw
 from ttftscope.config.schema import GatewaySettings, UpstreamSettings
 from ttftscope.gateway.asgi import Phase
 
@@ -79,18 +79,6 @@ def _request(route: Route, model: str, stream: bool) -> tuple[str, str, dict[str
     return "/v1/responses", "responses", {"model": model, "input": "hello", "stream": stream}
 
 
-def _send(port: int, path: str, body: dict[str, Any]) -> socket.socket:
-    """A client that has sent its whole request and not read anything yet."""
-    data = json.dumps(body).encode()
-    head = (
-        f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-        f"Content-Length: {len(data)}\r\n\r\n"
-    ).encode()
-    sock = socket.create_connection(("127.0.0.1", port), timeout=WAIT_S)
-    sock.sendall(head + data)
-    return sock
-
-
 def _read_head(sock: socket.socket) -> bytes:
     """The gateway's response head (its stream has begun)."""
     got = b""
@@ -114,7 +102,7 @@ def test_a_client_that_leaves_closes_the_upstream_request(
         "left": {"phase": "mid_stream" if stream else "before_answer"},
     }
     before = {k: _metric(gw, k, labels) for k, labels in metrics.items()}
-    with _send(gw.port, path, body) as sock:
+    with post_raw(gw.port, path, body, timeout_s=WAIT_S) as sock:
         hold = upstream.holds.get(timeout=WAIT_S)  # the upstream holds the gateway's request
         want = "/v1/completions" if route in ("chat-translated", "completions") else path
         assert hold.path.endswith(want) and hold.model == model
@@ -155,7 +143,7 @@ def test_a_client_that_leaves_during_a_long_encode_causes_no_upstream_request(
         path, _, body = _request(route, MODEL, stream=False)
         body["messages"] = [{"role": "user", "content": _long_text(3)}]
         sent_before = len(upstream.requests)
-        with _send(gw.port, path, body):
+        with post_raw(gw.port, path, body, timeout_s=WAIT_S):
             assert gate.waiting.wait(WAIT_S)  # the request is being encoded
         try:
             assert left.wait(WAIT_S), "the gateway did not notice the client leave"
