@@ -36,6 +36,37 @@ def traced(
 ) -> RequestRecord:
     """A request whose server parts are given, their source told as ``sources``."""
     server = frontend + queue + prefill
+    parts: dict[str, object] = {
+        "serialize_ms": 0.0,
+        "server_ttft_ms": server,
+        "queue_ms": queue,
+        "prefill_ms": prefill,
+        "server_frontend_ms": frontend,
+        "outside_server_ms": outside,
+        "gateway_ms": gateway,
+        "part_sources": {k: sources for k in SPAN_SOURCES},
+        "spans": spans or [],
+    }
+    # the caller's fields win, as they would in one dict
+    return old(
+        index,
+        ttft=server + outside,
+        target=target,
+        prompt_tokens=prompt_tokens,
+        **{**parts, **fields},
+    )
+
+
+def old(
+    index: int,
+    *,
+    ttft: float = 100.0,
+    target: str = "gateway",
+    prompt_tokens: int = 9000,
+    **fields: object,
+) -> RequestRecord:
+    """A request with the client's view only (no trace, no per-request server figures),
+    plus whatever ``fields`` say."""
     return RequestRecord.model_validate(
         {
             "run_id": "bench-t",
@@ -46,36 +77,6 @@ def traced(
             "target": target,
             "context_tokens_target": prompt_tokens - 500,
             "prompt_tokens": prompt_tokens,
-            "wire_ttft_ms": server + outside,
-            "client_ttft_ms": server + outside,
-            "serialize_ms": 0.0,
-            "server_ttft_ms": server,
-            "queue_ms": queue,
-            "prefill_ms": prefill,
-            "server_frontend_ms": frontend,
-            "outside_server_ms": outside,
-            "gateway_ms": gateway,
-            "part_sources": {k: sources for k in SPAN_SOURCES},
-            "spans": spans or [],
-            **fields,
-        }
-    )
-
-
-def old(
-    index: int, *, ttft: float = 100.0, target: str = "gateway", **fields: object
-) -> RequestRecord:
-    """A request with the client's view only (no trace, no per-request server figures)."""
-    return RequestRecord.model_validate(
-        {
-            "run_id": "bench-t",
-            "index": index,
-            "variant": "chat",
-            "phase": "warm",
-            "ok": True,
-            "target": target,
-            "context_tokens_target": 8500,
-            "prompt_tokens": 9000,
             "wire_ttft_ms": ttft,
             "client_ttft_ms": ttft,
             **fields,
