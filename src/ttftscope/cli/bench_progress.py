@@ -5,14 +5,12 @@ lines every 10 s into a pipe, with TTFT p50/p99, counts and the waiting queue.
 from __future__ import annotations
 
 import time
-from types import TracebackType
 
 from rich.console import Console
-from rich.progress import Progress, TaskID
 
 from ttftscope.bench.observe.sampler import ScrapeSample
 from ttftscope.bench.output.live import LiveStats
-from ttftscope.cli.progress import fit_description, live_bar
+from ttftscope.cli.progress import LiveBarOwner, fit_description, live_bar
 from ttftscope.records import RequestRecord
 
 __all__ = ["BenchProgress"]
@@ -22,7 +20,7 @@ _PLAIN_EVERY_S = 10.0
 _BAR_EVERY_S = 0.1  # rich redraws the bar 10 times a second
 
 
-class BenchProgress:
+class BenchProgress(LiveBarOwner):
     """A live bar with TTFT p50/p99, counts and the waiting queue; plain lines into a pipe.
 
     >>> import io
@@ -34,8 +32,6 @@ class BenchProgress:
 
     def __init__(self, console: Console) -> None:
         self.console, self.live = console, LiveStats()
-        self._bar: Progress | None = None
-        self._task: TaskID | None = None
         self._waiting: dict[str, float] = {}
         self._last_line = time.monotonic()
         self._last_show = 0.0
@@ -45,12 +41,6 @@ class BenchProgress:
         if self.console.is_terminal:
             self._bar, self._task = live_bar(self.console, "bench: starting", None, _BAR)
         return self
-
-    def __exit__(
-        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        if self._bar is not None:
-            self._bar.stop()
 
     def stage(self, text: str) -> None:
         """What the run does now (before the measured requests: building, warming up)."""

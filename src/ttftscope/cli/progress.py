@@ -46,6 +46,20 @@ def live_bar(
     return bar, bar.add_task(fit_description(description, console.width, width, count), total=total)
 
 
+class LiveBarOwner:
+    """What the progress displays share: a live bar on a terminal (none into a pipe), its
+    task, and the bar stopped when the display's block ends."""
+
+    _bar: Progress | None = None
+    _task: TaskID | None = None
+
+    def __exit__(
+        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+
 def fit_description(text: str, columns: int, bar_width: int, count_width: int) -> str:
     """``text`` cut with an ellipsis so the bar, the count and the clock keep their room.
 
@@ -61,7 +75,7 @@ def fit_description(text: str, columns: int, bar_width: int, count_width: int) -
     return text[: max(room - 1, 0)] + "…"
 
 
-class RequestProgress:
+class RequestProgress(LiveBarOwner):
     """Counts finished requests out of ``total`` and shows what the probe is doing.
 
     >>> import io
@@ -73,8 +87,6 @@ class RequestProgress:
 
     def __init__(self, total: int, console: Console) -> None:
         self.total, self.done, self.console = total, 0, console
-        self._bar: Progress | None = None
-        self._task: TaskID | None = None
         self._last_line = time.monotonic()
         self._stage = "starting"
         self._count = len(f"{total}/{total}")
@@ -83,12 +95,6 @@ class RequestProgress:
         if self.console.is_terminal:
             self._bar, self._task = live_bar(self.console, "probe: starting", self.total, _BAR)
         return self
-
-    def __exit__(
-        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        if self._bar is not None:
-            self._bar.stop()
 
     def stage(self, text: str) -> None:
         """What the probe does now (shown in the bar, or as one line into a pipe)."""
@@ -110,7 +116,7 @@ class RequestProgress:
             self._last_line = time.monotonic()
 
 
-class SampleProgress:
+class SampleProgress(LiveBarOwner):
     """Scrapes of a sampling window: a live bar on a terminal, one line into a pipe.
 
     >>> import io; out = io.StringIO()
@@ -122,8 +128,6 @@ class SampleProgress:
 
     def __init__(self, seconds: float, total: int, console: Console) -> None:
         self.seconds, self.total, self.console = seconds, total, console
-        self._bar: Progress | None = None
-        self._task: TaskID | None = None
 
     def __enter__(self) -> SampleProgress:
         if self.console.is_terminal:
@@ -136,12 +140,6 @@ class SampleProgress:
                 highlight=False,
             )
         return self
-
-    def __exit__(
-        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        if self._bar is not None:
-            self._bar.stop()
 
     def sample(self, done: int, total: int) -> None:
         """``done`` of ``total`` scrapes taken."""
