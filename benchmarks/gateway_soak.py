@@ -130,6 +130,29 @@ def started(cmd: list[str], health: str) -> Iterator[subprocess.Popen[bytes]]:
         proc.wait(timeout=20)
 
 
+def workers_ready(gw: str, processes: int | None, bound_s: float = 120.0) -> None:
+    """Wait until the gateway's encode workers have loaded their tokenizers: the idle phase
+    is the gateway at rest, not starting up."""
+    from ttftscope.config.schema import GatewaySettings
+
+    wanted = GatewaySettings().encode_processes if processes is None else processes
+    deadline = time.monotonic() + bound_s
+    while time.monotonic() < deadline:
+        ready = gauge(httpx.get(gw + "/metrics").text, "ttftscope_gateway_encode_processes")
+        if wanted == 0 or ready >= wanted:
+            return
+        time.sleep(0.1)
+    raise SystemExit(f"the gateway's encode workers were not ready within {bound_s:g} s")
+
+
+def workers_rss_mb(pid: int) -> float:
+    """RSS of ``pid``'s child processes (the gateway's encode workers), MB."""
+    kids = [
+        int(k) for f in Path(f"/proc/{pid}/task").glob("*/children") for k in f.read_text().split()
+    ]
+    return sum(rss_mb(k) for k in kids)
+
+
 def rss_mb(pid: int) -> float:
     status = Path(f"/proc/{pid}/status").read_text()
     match = re.search(r"VmRSS:\s+(\d+) kB", status)
@@ -345,6 +368,9 @@ def main() -> None:
     ap.add_argument("--idle-s", type=float, default=5.0)
     ap.add_argument("--verify-every", type=int, default=4)
     ap.add_argument("--model-dir", type=Path, help="tokenizer + template (default: Qwen2 fixture)")
+    ap.add_argument(
+        "--encode-processes", type=int, help="the gateway's encode_processes (0: threads only)"
+    )
     args = ap.parse_args()
     if args.upstream:
         import uvicorn
@@ -378,9 +404,12 @@ def main() -> None:
     up = f"http://127.0.0.1:{up_port}"
     with TemporaryDirectory() as tmp:
         config = Path(tmp) / "gateway.toml"
+        procs = args.encode_processes
+        processes = "" if procs is None else f"encode_processes = {procs}\n"
         config.write_text(
             f"[gateway]\nport = {gw_port}\ncache_mb = {args.cache_mb}\nverify_first = 0\n"
-            f"shadow_every = 0\n[gateway.upstreams.soak]\nbase_url = {json.dumps(up + '/v1')}\n"
+            f"shadow_every = 0\n{processes}[gateway.upstreams.soak]\n"
+            f"base_url = {json.dumps(up + '/v1')}\n"
             f"model_dir = {json.dumps(str(args.model_dir))}\n"
         )
         gw_cmd = [sys.executable, "-c", "from ttftscope.cli import main; main()"]
@@ -390,10 +419,12 @@ def main() -> None:
             started([sys.executable, __file__, "--upstream", str(up_port)], up + "/v1/models"),
             started(gw_cmd, gw + "/health") as gw_proc,
         ):
+            workers_ready(gw, args.encode_processes)
             rss_start = rss_mb(gw_proc.pid)
             out = asyncio.run(drive(args, gw, convs))
             time.sleep(1.0)
             rss_end = rss_mb(gw_proc.pid)
+            rss_workers = workers_rss_mb(gw_proc.pid)
             metrics = httpx.get(gw + "/metrics").text
     entries = gauge(metrics, "ttftscope_gateway_session_cache_entries")
     cached = gauge(metrics, "ttftscope_gateway_session_cache_bytes")
@@ -419,7 +450,8 @@ def main() -> None:
         "cache_mb": args.cache_mb,
         "rss_start_mb": round(rss_start, 1),
         "rss_after_churn_mb": round(rss_end, 1),
-        "rss_over_cache_mb": round(rss_end - args.cache_mb, 1),
+        "rss_workers_mb": round(rss_workers, 1),  # the encode processes, counted below
+        "rss_over_cache_mb": round(rss_end + rss_workers - args.cache_mb, 1),
         "verified_requests": tally.verified,
         "mismatches": tally.mismatches,
         "refused_503": tally.refused,

@@ -71,6 +71,14 @@ class IdsJson:
         del self.blocks[keep:]
         for start in range(keep * _BLOCK, len(ids), _BLOCK):
             self.blocks.append(orjson.dumps(ids[start : start + _BLOCK])[1:-1])
+        return self.json()
+
+    def json(self) -> bytes:
+        """The JSON array of the ids of the last :meth:`update`.
+
+        >>> IdsJson([b"1,2", b"3"]).json()
+        b'[1,2,3]'
+        """
         return b"[" + b",".join(self.blocks) + b"]"
 
     def fork(self) -> IdsJson:

@@ -114,6 +114,16 @@ class GatewayMetrics:
         self.encode_jobs = Gauge(
             p + "encode_jobs", "Long encodes and renders running or waiting", registry=r
         )
+        self.encode_processes = Gauge(
+            p + "encode_processes",
+            "Encode worker processes started and ready (their tokenizers loaded)",
+            registry=r,
+        )
+        self.encode_process_failures = Counter(
+            p + "encode_process_failures",
+            "Encode jobs lost with a worker process that died (encoded on a thread instead)",
+            registry=r,
+        )
         self.encode_refused = Counter(
             p + "encode_refused",
             "Requests answered 503 because the encode queue was full",

@@ -34,21 +34,32 @@ safe under concurrent requests: an entry is used by one request at a time.
 
 from __future__ import annotations
 
+import logging
 import sys
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
+import tokenizers
+
+from ttftscope.gateway.coldpool import ColdPool, ColdPoolBroken
 from ttftscope.gateway.idsbody import IdsJson
 from ttftscope.gateway.workpool import WorkPool
-from ttftscope.tokenization.incremental import EncodePath, IncrementalEncoder
+from ttftscope.tokenization.incremental import STEP_CHARS, EncodePath, IncrementalEncoder
 from ttftscope.tokenization.textscan import common_prefix_len
+
+log = logging.getLogger("ttftscope.gateway")
 
 # Prompts whose first characters differ share nothing worth a comparison; bucketing by them
 # keeps a lookup to the entries that can match. Chat templates start every prompt with the
 # same few tokens, so the key reaches into the system prompt.
 _KEY_CHARS = 256
+# A re-encode of more UTF-8 bytes than this goes to a worker process when there is a
+# :class:`~ttftscope.gateway.coldpool.ColdPool`: where the encoder steps through a long text
+# (see :data:`~ttftscope.tokenization.incremental.STEP_CHARS`) and its Python holds the GIL
+# long enough, in total, to be felt by the loop. Shorter ones cost less than moving the state.
+COLD_BYTES = 2 * STEP_CHARS
 # A re-encode of more UTF-8 bytes than this goes to a worker thread: HF encodes ~2 chars a
 # microsecond, so inline encodes hold the event loop ~2 ms at most (a full 100K-token encode
 # takes 0.3-0.8 s).
@@ -94,16 +105,27 @@ class CacheStats:
     forks: int = 0
     shadow_checks: int = 0
     shadow_mismatches: int = 0
+    cold_failures: int = 0  # encode worker processes that died with a job
 
 
 class SessionCache:
     """Incremental encoders of recent conversations, bounded by ``max_bytes``."""
 
     def __init__(
-        self, tok: Any, *, max_bytes: int, shadow_every: int = 0, pool: WorkPool | None = None
+        self,
+        tok: Any,
+        *,
+        max_bytes: int,
+        shadow_every: int = 0,
+        pool: WorkPool | None = None,
+        cold: ColdPool | None = None,
     ) -> None:
         self.tok = tok
         self.pool = pool or WorkPool(workers=1, queue=16)
+        self.cold = cold
+        # long encodes go to worker processes when the encoder's state can move there
+        portable = cold is not None and IncrementalEncoder(tok).portable
+        self._cold_key = cold.register(_hf(tok)) if cold is not None and portable else ""
         self.max_bytes = max_bytes
         self.shadow_every = shadow_every or None
         self.stats = CacheStats()
@@ -146,6 +168,8 @@ class SessionCache:
         try:
             if inline:
                 ids, ids_json = _encode(entry, prompt)
+            elif self._cold_key and len(data) - shared > COLD_BYTES:
+                ids, ids_json = await self._elsewhere(entry, prompt)
             else:
                 ids, ids_json = await self.pool.run_admitted(_encode, entry, prompt)
         except BaseException:
@@ -169,6 +193,22 @@ class SessionCache:
             widenings=stats.widenings - before[0],
             full_fallback=stats.full_fallbacks > before[1],
         )
+
+    async def _elsewhere(self, entry: _Entry, prompt: str) -> tuple[list[int], bytes]:
+        """Encode in a worker process (its place in the pool taken) and adopt the state it
+        reached; a worker that died leaves this one request to the threads, with a warning."""
+        cold, key, enc = self.cold, self._cold_key, entry.encoder
+        assert cold is not None
+        base = enc.snapshot() if enc.utf8 else None
+        try:
+            done = await self.pool.await_admitted(lambda: cold.submit(key, base, prompt))
+        except ColdPoolBroken as exc:
+            self.stats.cold_failures += 1
+            log.warning("%s; this prompt is encoded on a thread, the next in a new worker", exc)
+            return await self.pool.run(_encode, entry, prompt)
+        ids = enc.adopt(done.state, done.stats)
+        entry.json = IdsJson(done.blocks)
+        return ids, done.ids_json
 
     def _take(self, key: str, prompt: bytes) -> tuple[int, _Entry, int, bool]:
         """The entry to encode with (an idle extendable one, a fork of the best, or new), how
@@ -247,6 +287,11 @@ def _encode(entry: _Entry, prompt: str) -> tuple[list[int], bytes]:
     ids = entry.encoder.encode(prompt)
     kept = min(entry.encoder.stats.last_reused_tokens, len(ids))
     return ids, entry.json.update(ids, kept)
+
+
+def _hf(tok: Any) -> tokenizers.Tokenizer:
+    """The HF tokenizer of a loaded one (or ``tok`` itself)."""
+    return tok if isinstance(tok, tokenizers.Tokenizer) else tok.hf
 
 
 def _may_share_more(old: bytes, new: bytes, shared: int) -> bool:

@@ -25,6 +25,7 @@ from ttftscope.config.schema import GatewaySettings
 from ttftscope.errors import ConfigError
 from ttftscope.gateway.apierrors import ErrorFormat, error_response
 from ttftscope.gateway.asgi import BodyTooLarge, Receive, Scope, header, read_body
+from ttftscope.gateway.coldpool import ColdPool
 from ttftscope.gateway.hoptrace import traced
 from ttftscope.gateway.inputpolicy import (
     InvalidField,
@@ -97,6 +98,11 @@ class Gateway:
         self.keys = inbound_keys(settings, env)
         self.max_body = int(settings.max_body_mb * (1 << 20))
         self.pool = WorkPool(workers=settings.encode_workers, queue=settings.encode_queue)
+        procs = settings.encode_processes
+        self.cold = ColdPool(processes=procs) if procs else None
+        if self.cold is not None:
+            cold = self.cold
+            self.metrics.encode_processes.set_function(lambda: cold.ready)
         self.metrics.encode_jobs.set_function(lambda: self.pool.pending)
         self._seen: dict[tuple[str, str], float] = {}
         self.request_log = RequestLog.from_settings(settings.request_log, settings.log_prompts)
@@ -112,6 +118,7 @@ class Gateway:
                 shadow_every=self.settings.shadow_every,
                 env=self.env,
                 pool=self.pool,
+                cold=self.cold,
                 loaded=loaded,
                 max_answer=int(self.settings.max_answer_mb * (1 << 20)),
             )
@@ -121,6 +128,8 @@ class Gateway:
                 self.metrics.upstream_version.labels(up.name, up.version or "unknown", ids).set(1)
             if up.plain_via_completions:  # plain chats go the other way
                 self.metrics.upstream_api.labels(up.name, "completions").set(1)
+        if self.cold is not None and self.cold.registered:
+            self.cold.start()  # workers load the tokenizers while the first requests come
         # what start-up loaded (tokenizers, templates, engines: ~10^5 objects) lives as long
         # as the gateway: a full collection, which runs on whichever thread allocates (the
         # event loop too), then no longer walks it (~0.1 s each time, measured)
@@ -131,6 +140,8 @@ class Gateway:
         for up in self.upstreams:
             await up.close()
         self.pool.close()
+        if self.cold is not None:
+            self.cold.close(wait=True)  # its queues closed: no leaked semaphore at exit
         if self.request_log is not None:
             self.request_log.close()
 
@@ -255,6 +266,7 @@ class Gateway:
             ("forks", m.cache_forks, st.forks),
             ("shadow_checks", m.shadow_checks, st.shadow_checks),
             ("shadow_mismatches", m.shadow_mismatches, st.shadow_mismatches),
+            ("cold_failures", m.encode_process_failures, st.cold_failures),
         )
         for name, counter, value in totals:
             # the cache keeps running totals; a Prometheus counter only takes increments

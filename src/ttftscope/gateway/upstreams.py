@@ -42,6 +42,7 @@ import orjson
 
 from ttftscope.config.redact import redact
 from ttftscope.config.schema import UpstreamSettings
+from ttftscope.gateway.coldpool import ColdPool
 from ttftscope.gateway.hop import MAX_ANSWER, Answer, HopError, HopTimeouts, UpstreamPool
 from ttftscope.gateway.jsoncodec import dumps
 from ttftscope.gateway.sessions import SessionCache
@@ -145,12 +146,14 @@ class Upstream:
         shadow_every: int,
         env: Mapping[str, str],
         pool: WorkPool | None = None,
+        cold: ColdPool | None = None,
         loaded: dict[Path, Tokenizer] | None = None,
         max_answer: int = MAX_ANSWER,
     ) -> None:
         """Open the connection pool, load the tokenizer, list models, choose the ids API.
 
-        Whole answers past ``max_answer`` bytes are refused; long encodes run on ``pool``;
+        Whole answers past ``max_answer`` bytes are refused; long encodes run on ``pool``
+        (the longest in ``cold``'s processes);
         ``loaded`` holds the tokenizers already loaded by model
         folder (another upstream serving the same model shares its ~25 MB tokenizer).
         """
@@ -158,7 +161,7 @@ class Upstream:
         self.api_key = env.get(var) if var else None
         self.pool = UpstreamPool(self.settings.base_url, max_answer=max_answer)
         if self.settings.mode == "ids":
-            self._load_tokenizer(cache_bytes, shadow_every, pool=pool, loaded=loaded)
+            self._load_tokenizer(cache_bytes, shadow_every, pool=pool, cold=cold, loaded=loaded)
         await self.refresh_models(force=True)
         if self.settings.mode == "ids":
             self.version = await self._read_version()
@@ -190,6 +193,7 @@ class Upstream:
         shadow_every: int,
         *,
         pool: WorkPool | None = None,
+        cold: ColdPool | None = None,
         loaded: dict[Path, Tokenizer] | None = None,
     ) -> None:
         folder = self.settings.model_dir
@@ -207,7 +211,7 @@ class Upstream:
         self.token_chars = longest_token_chars(self.tok)
         self.renderer = ChatRenderer(self.tok)
         self.cache = SessionCache(
-            self.tok, max_bytes=cache_bytes, shadow_every=shadow_every, pool=pool
+            self.tok, max_bytes=cache_bytes, shadow_every=shadow_every, pool=pool, cold=cold
         )
         self.capped_default = _caps_new_tokens(Path(folder).expanduser())
         self.model_type = _model_type(Path(folder).expanduser())

@@ -92,6 +92,20 @@ class WorkPool:
 
     async def run_admitted(self, fn: Callable[..., T], *args: object) -> T:
         """``fn(*args)`` on a worker, its place already taken with :meth:`admit`."""
+        return await self.await_admitted(lambda: self._executor.submit(_then_trim, fn, *args))
+
+    async def await_admitted(self, submit: Callable[[], Future[T]]) -> T:
+        """The result of the job ``submit()`` starts, on these threads or elsewhere (a
+        process pool), its place (taken with :meth:`admit`) held until the job ends, even if
+        the caller stops waiting: a place stands for work under way.
+
+        >>> pool = WorkPool(workers=1, queue=0)
+        >>> async def job() -> int:
+        ...     pool.admit()
+        ...     return await pool.await_admitted(lambda: pool._executor.submit(sum, [1, 2]))
+        >>> asyncio.run(job()), pool.pending
+        (3, 0)
+        """
         loop = asyncio.get_running_loop()
         t0 = time.perf_counter()
 
@@ -100,7 +114,7 @@ class WorkPool:
                 loop.call_soon_threadsafe(self._release, time.perf_counter() - t0)
 
         try:
-            future = self._executor.submit(_then_trim, fn, *args)
+            future = submit()
         except BaseException:
             self._release(0.0)
             raise

@@ -31,7 +31,7 @@ import tokenizers
 
 from ttftscope.tokenization.cuts import Cached, Splice, find_cut
 from ttftscope.tokenization.fastpath import shared_ints
-from ttftscope.tokenization.offsets import Unsure, convert, encode_ids, plain
+from ttftscope.tokenization.offsets import BLOCK, Unsure, convert, encode_ids, plain
 from ttftscope.tokenization.shadow import Runner, ShadowChecks
 from ttftscope.tokenization.textscan import common_prefix_len
 from ttftscope.tokenization.window_engines import Engines, HasHF, engines_for
@@ -68,6 +68,22 @@ class EncoderStats:
     last_reused_tokens: int = 0
     last_reencoded_chars: int = 0
     path: EncodePath = ""
+
+
+@dataclass(frozen=True)
+class EncoderState:
+    """An encoder's state as bytes another process can send: the text (UTF-8), the ids and
+    the ``2*end+flag`` words (uint32 each); ``ends`` None: ``ids`` only, nothing to cache
+    (the text was served by a plain full encode). See :meth:`IncrementalEncoder.adopt`.
+
+    >>> enc = IncrementalEncoder(o200k_tok)
+    >>> _ = enc.encode("hello world"); enc.snapshot().text
+    b'hello world'
+    """
+
+    text: bytes
+    ids: bytes
+    ends: bytes | None
 
 
 class IncrementalEncoder:
@@ -192,6 +208,11 @@ class IncrementalEncoder:
                 out = encode_ids(eng.main, text, special=self.add_special_tokens)
                 self._finish("full", t0)
                 return out
+        return self._deliver(text, path, t0)
+
+    def _deliver(self, text: str, path: EncodePath, t0: float) -> list[int]:
+        """Keep ``text`` as the cached state's text and hand out its ids (a copy)."""
+        eng = self._eng
         self._utf8 = text.encode("utf-8", "surrogatepass")
         if self.add_special_tokens:
             out = [*eng.prefix]
@@ -207,6 +228,63 @@ class IncrementalEncoder:
             )
             self.stats.shadow_skipped += not started
         return out
+
+    @property
+    def portable(self) -> bool:
+        """Whether this encoder keeps a state that :meth:`snapshot` and :meth:`adopt` can move
+        between processes (a tokenizer whose plain encode it may cache at all).
+
+        >>> IncrementalEncoder(o200k_tok).portable
+        True
+        """
+        eng = self._eng
+        return eng.plain_ok and (eng.specials_ok or not self.add_special_tokens)
+
+    def snapshot(self) -> EncoderState:
+        """The cached state as bytes (:meth:`adopt` takes it, here or in another process).
+
+        >>> enc = IncrementalEncoder(o200k_tok)
+        >>> _ = enc.encode("hello world")
+        >>> other = IncrementalEncoder(o200k_tok)
+        >>> other.adopt(enc.snapshot()), other.utf8
+        ([24912, 2375], b'hello world')
+        """
+        return EncoderState(self.utf8, array("I", self._ids).tobytes(), self._ends.tobytes())
+
+    def adopt(self, snap: EncoderState, took: EncoderStats | None = None) -> list[int]:
+        """Take the state another encoder of the same tokenizer reached (a worker process
+        that encoded a long text: ids a full encode gives, so they need no check here) and
+        return its ids, as :meth:`encode` of that text would; ``took`` is that call's stats.
+
+        >>> long = "def f(x):\\n    return x + 1\\n\\n" * 40
+        >>> worker = IncrementalEncoder(o200k_tok)
+        >>> ids = worker.encode(long)
+        >>> here = IncrementalEncoder(o200k_tok)
+        >>> here.adopt(worker.snapshot(), worker.stats) == ids, here.stats.path
+        (True, 'full')
+        >>> _ = here.encode(long + "f(2)\\n"); here.stats.path
+        'append'
+        """
+        t0 = time.perf_counter()
+        self._harvest(wait=False)
+        st = self.stats
+        st.calls += 1
+        if took is not None:
+            st.reused_tokens += took.last_reused_tokens
+            st.reencoded_chars += took.last_reencoded_chars
+            st.widenings += took.widenings
+            st.full_fallbacks += took.full_fallbacks
+            st.last_reused_tokens = took.last_reused_tokens
+            st.last_reencoded_chars = took.last_reencoded_chars
+        path: EncodePath = "full" if took is None or not took.path else took.path
+        ids = _ints(self._table, snap.ids)
+        if snap.ends is None:  # served whole, nothing cached (as :meth:`encode` does then)
+            self.reset()
+            self._finish("full", t0)
+            return ids
+        self._ids, self._ends = ids, array("I")
+        self._ends.frombytes(snap.ends)
+        return self._deliver(snap.text.decode("utf-8", "surrogatepass"), path, t0)
 
     def fork(self) -> IncrementalEncoder:
         """A new encoder starting from this one's state (another conversation sharing a prefix).
@@ -319,3 +397,13 @@ class IncrementalEncoder:
         self.stats.reused_tokens += cut.keep
         self.stats.reencoded_chars += cut.chars
         self.stats.last_reused_tokens, self.stats.last_reencoded_chars = cut.keep, cut.chars
+
+
+def _ints(table: list[int], raw: bytes) -> list[int]:
+    """uint32 ids as a list of the shared int objects, a block at a time (C-level maps)."""
+    words = array("I")
+    words.frombytes(raw)
+    out: list[int] = []
+    for a in range(0, len(words), BLOCK):
+        out += map(table.__getitem__, words[a : a + BLOCK])
+    return out

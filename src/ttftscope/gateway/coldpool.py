@@ -1,0 +1,239 @@
+"""Long re-encodes in worker processes: the gateway's event loop never shares a GIL with them.
+
+A cold 100K-token prompt is 0.3-0.8 s of encoding. On a worker thread HF's part releases the
+GIL, but the encoder's own steps between (cuts, offsets, window encodes: Python and C-level
+maps) take it for up to a few ms at a time, and a worker preempted while holding it makes
+the loop wait for a thread that runs below its priority. In 6 cold conversations at once on
+2 cores, the other clients' small chats went from p99 5 ms to 52 ms; with 2 worker processes
+to 27-34 ms (``benchmarks/gateway_soak.py``, which also found the churn of 64 conversations
+1.7x faster, for ~105 MB of RSS per process: so they are opt-in, ``encode_processes``).
+Here such an encode runs in another process, at a lower priority, with its own GIL: the
+gateway sends the text (and the state it starts from, for a fork) and adopts the state that
+comes back (:meth:`~ttftscope.tokenization.incremental.IncrementalEncoder.adopt`: a few ms
+of C-level copies on the loop for 100K tokens). What still stalls the small chats then is
+the gateway's own per-request work on its loop (parsing, rendering on the threads, building
+the upstream body), not the tokenizer.
+
+The workers load each tokenizer from a copy of its ``tokenizer.json`` text, so they encode
+with exactly the gateway's tokenizer. The gateway starts them once its tokenizers are loaded
+(:meth:`ColdPool.start`); they run :data:`WORKER_NICE` below it, with two malloc arenas and
+freed memory handed back after each job (as the gateway, :mod:`~ttftscope.gateway.heap`),
+and end within a second of the gateway however it ends. A worker that dies (killed, out of
+memory) breaks the pool: its jobs raise :class:`ColdPoolBroken`, the next job starts a new
+pool.
+
+>>> pool = ColdPool(processes=1)
+>>> key = pool.register(o200k_tok.hf)
+>>> done = pool.submit(key, None, "hello world").result()
+>>> done.state.text, done.stats.path, done.ids_json
+(b'hello world', 'full', b'[24912,2375]')
+>>> pool.close()
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import multiprocessing
+import os
+import threading
+import time
+from array import array
+from concurrent.futures import CancelledError, Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from pathlib import Path
+
+import tokenizers
+
+from ttftscope.assets import cache_dir
+from ttftscope.gateway.heap import limit_arenas, trim
+from ttftscope.gateway.idsbody import IdsJson
+from ttftscope.gateway.workpool import WORKER_NICE
+from ttftscope.tokenization.incremental import EncoderState, EncoderStats, IncrementalEncoder
+
+# how often a worker checks that the gateway still runs
+_WATCH_S = 0.5
+
+
+@dataclass(frozen=True)
+class ColdResult:
+    """What a worker sends back: the encoder's state, its stats for the call, and the ids'
+    JSON in :class:`~ttftscope.gateway.idsbody.IdsJson` blocks (serialized there too)."""
+
+    state: EncoderState
+    stats: EncoderStats
+    blocks: list[bytes]
+
+    @property
+    def ids_json(self) -> bytes:
+        """The ids as one JSON array."""
+        return IdsJson(self.blocks).json()
+
+
+class ColdPoolBroken(Exception):
+    """A worker process died (killed, out of memory) with this job; the next job starts anew."""
+
+
+class ColdPool:
+    """Up to ``processes`` worker processes for long encodes, started by :meth:`start` or
+    the first job."""
+
+    def __init__(self, *, processes: int) -> None:
+        self.processes = processes
+        self.started = 0  # pools started (a broken one is replaced)
+        self.submitted = 0  # jobs given to workers
+        self.completed = 0  # jobs they sent a result back for
+        self.ready = 0  # workers started by :meth:`start` that have loaded the tokenizers
+        self._files: dict[str, str] = {}  # key -> its tokenizer.json
+        self._executor: ProcessPoolExecutor | None = None
+        self._dead: ProcessPoolExecutor | None = None  # broken: a worker died
+
+    def register(self, tok: tokenizers.Tokenizer) -> str:
+        """The key under which jobs name ``tok`` (register before :meth:`start`).
+
+        The workers load it from a copy of its ``tokenizer.json`` text, named by its hash
+        under ``cache_dir()/tokenizers/workers``: exactly the gateway's tokenizer, whatever
+        lies in the model folder by then. (Sent through the pipe that starts a worker, its
+        5-10 MB kept the event loop writing until the new interpreter was up: ~0.5 s.)
+        """
+        doc = tok.to_str().encode("utf-8", "surrogatepass")
+        key = hashlib.sha256(doc).hexdigest()[:24]
+        if key not in self._files:
+            self._files[key] = str(_stored(doc, key))
+            self._stop()  # running workers were given the tokenizers known then
+        return key
+
+    @property
+    def registered(self) -> int:
+        """How many tokenizers jobs may name."""
+        return len(self._files)
+
+    def start(self) -> None:
+        """Start the workers now (each loads the tokenizers, ~1 s at low priority), so that
+        no request waits for an interpreter to start.
+
+        >>> pool = ColdPool(processes=1)
+        >>> pool.start(); pool.started
+        1
+        >>> pool.close()
+        """
+        executor = self._running()
+        for _ in range(self.processes):  # one job each: the executor starts a worker per job
+            executor.submit(_ready).add_done_callback(lambda f: self._warmed(executor, f))
+
+    def _warmed(self, executor: ProcessPoolExecutor, done: Future[None]) -> None:
+        if executor is self._executor and not done.cancelled() and done.exception() is None:
+            self.ready += 1
+
+    def submit(self, key: str, base: EncoderState | None, text: str) -> Future[ColdResult]:
+        """Start encoding ``text`` in a worker, from ``base`` (the state of a fork) or from
+        nothing; the future raises :class:`ColdPoolBroken` if the worker dies."""
+        executor = self._running()
+        self.submitted += 1
+        try:
+            inner = executor.submit(_encode_job, key, base, text)
+        except BrokenProcessPool:  # broken since the last job: start anew, once
+            self._stop()
+            inner = self._running().submit(_encode_job, key, base, text)
+        outer: Future[ColdResult] = Future()
+        # running from the start: a caller that stops waiting cannot cancel it, so whoever
+        # counts it as work under way (WorkPool.await_admitted) does until the worker is done
+        outer.set_running_or_notify_cancel()
+        inner.add_done_callback(lambda done: self._settle(executor, done, outer))
+        return outer
+
+    def _settle(
+        self, executor: ProcessPoolExecutor, done: Future[ColdResult], outer: Future[ColdResult]
+    ) -> None:
+        exc = CancelledError() if done.cancelled() else done.exception()
+        if isinstance(exc, BrokenProcessPool):
+            self._dead = executor  # on the pool's own thread: replaced at the next job
+            exc = ColdPoolBroken(f"an encode worker process died ({exc})")
+        if exc is not None:
+            outer.set_exception(exc)
+        else:
+            self.completed += 1
+            outer.set_result(done.result())
+
+    def _running(self) -> ProcessPoolExecutor:
+        if self._executor is not None and self._executor is self._dead:
+            self._stop()
+        if self._executor is None:
+            self._executor = ProcessPoolExecutor(
+                self.processes,
+                # spawn: the gateway has threads (a fork could copy a held lock) and workers
+                # should not carry its memory
+                mp_context=multiprocessing.get_context("spawn"),
+                initializer=_start_worker,
+                initargs=(os.getpid(), self._files),
+            )
+            self.started += 1
+        return self._executor
+
+    def _stop(self, *, wait: bool = False) -> None:
+        executor, self._executor = self._executor, None
+        if executor is not None:
+            self.ready = 0
+            executor.shutdown(wait=wait, cancel_futures=True)
+
+    def close(self, *, wait: bool = False) -> None:
+        """Stop the workers: they finish the job in hand, if any (``wait``: return once
+        they have)."""
+        self._stop(wait=wait)
+
+
+def _stored(doc: bytes, key: str) -> Path:
+    """``doc`` as a file named by its hash in the cache (written once, atomically: several
+    gateways may start at once)."""
+    path = cache_dir() / "tokenizers" / "workers" / f"{key}.json"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        part = path.with_name(f"{key}.{os.getpid()}.part")
+        part.write_bytes(doc)
+        part.replace(path)
+    return path
+
+
+# --- in the worker process ------------------------------------------------------------------
+_LOADED: dict[str, tokenizers.Tokenizer] = {}
+
+
+def _start_worker(parent: int, files: dict[str, str]) -> None:
+    """Lower this process's priority, die with the gateway, load the tokenizers."""
+    with contextlib.suppress(OSError):
+        os.nice(WORKER_NICE)
+    limit_arenas(2)  # as the gateway: see :mod:`~ttftscope.gateway.heap`
+    threading.Thread(target=_watch, args=(parent,), daemon=True).start()
+    for key, path in files.items():
+        _LOADED[key] = tokenizers.Tokenizer.from_file(path)
+
+
+def _watch(parent: int) -> None:
+    """End this process soon after the gateway ends, however it ends (a gateway killed by
+    the OOM killer or ``kill -9`` runs no shutdown code): it is then adopted by another."""
+    while os.getppid() == parent:
+        time.sleep(_WATCH_S)
+    os._exit(0)
+
+
+def _ready() -> None:
+    """A job that only makes the executor start a worker."""
+
+
+def _encode_job(key: str, base: EncoderState | None, text: str) -> ColdResult:
+    enc = IncrementalEncoder(_LOADED[key])
+    if base is not None:
+        enc.adopt(base)
+    try:
+        ids = enc.encode(text)
+        json = IdsJson()
+        json.update(ids, 0)
+        if enc.utf8:
+            return ColdResult(enc.snapshot(), enc.stats, json.blocks)
+        # served by a plain full encode: ids only, nothing to cache
+        return ColdResult(
+            EncoderState(b"", array("I", ids).tobytes(), None), enc.stats, json.blocks
+        )
+    finally:
+        trim()  # what the encode freed goes back to the system: workers idle between jobs
