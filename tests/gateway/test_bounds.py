@@ -1,7 +1,8 @@
 """The attack suite of issue 20 ("bounded everything"): what one client can make the gateway
 hold. Oversized and countless headers, slowloris heads, idle sockets, a never-ending body,
 a huge upstream answer and a stream that never ends: each is refused or closed within its
-configured bound, and a good request is served alongside.
+configured bound, and a good request is served alongside. A huge whole answer passed on
+unchanged streams through instead, never held whole.
 
 Timeouts here are configured small (0.5 s) and each test waits on the socket itself, with
 a generous bound, for the gateway to act.
@@ -11,11 +12,14 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import select
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+import tracemalloc
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -215,45 +219,195 @@ class RawUpstream:
         self.wrote += len(data)
 
 
-def _endless_json(srv: RawUpstream, conn: socket.socket) -> None:
-    srv.send(conn, b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n")
-    srv.send(conn, b"Transfer-Encoding: chunked\r\n\r\n")
-    piece = b'{"pad": "' + b"x" * (1 << 20)
-    while srv.wrote < 1 << 30:  # a 1 GB answer
-        srv.send(conn, b"%x\r\n%s\r\n" % (len(piece), piece))
+Handler = Callable[[RawUpstream, socket.socket], None]
+Pieces = Callable[[RawUpstream], Iterable[bytes]]
+OBJECT = b'{"pad": "' + b"x" * (32 << 20) + b'"}'  # valid JSON, far past a 1 MB cap
+MB = 1 << 20
+CHUNKED = b"Transfer-Encoding: chunked\r\n\r\n"
 
 
-@pytest.mark.parametrize(
-    ("path", "body", "fmt"),
-    [
-        ("/completions", {"model": MODEL, "prompt": "hi"}, "openai"),
-        ("/messages", {"model": MODEL, "max_tokens": 3, "messages": []}, "anthropic"),
-    ],
-)
-def test_a_huge_answer_is_a_502_and_is_not_held(path: str, body: dict[str, Any], fmt: str) -> None:
+def _json_answer(
+    pieces: Pieces, *, status: bytes = b"200 OK", length: int | None = None, end: bool = True
+) -> Handler:
+    """An answer of ``status`` whose JSON body is ``pieces``: sized by ``length`` (more than
+    is sent: the upstream breaks off) or chunked, with its last chunk if ``end``; the
+    connection closes after it."""
+
+    def answer(srv: RawUpstream, conn: socket.socket) -> None:
+        srv.send(conn, b"HTTP/1.1 %s\r\nContent-Type: application/json\r\n" % status)
+        sized = length is not None
+        srv.send(conn, CHUNKED if length is None else b"Content-Length: %d\r\n\r\n" % length)
+        for piece in pieces(srv):
+            if not sized:
+                srv.send(conn, b"%x\r\n" % len(piece))
+            srv.send(conn, piece if sized else piece + b"\r\n")
+        if not sized and end:
+            srv.send(conn, b"0\r\n\r\n")
+
+    return answer
+
+
+def _pieces(body: bytes) -> Pieces:
+    """``body`` in 1 MB pieces."""
+    return lambda srv: (body[i : i + MB] for i in range(0, len(body), MB))
+
+
+def _endless(opening: bytes) -> Pieces:
+    """``opening``, then 1 MB pieces of padding up to a 1 GB answer."""
+
+    def pieces(srv: RawUpstream) -> Iterator[bytes]:
+        yield opening
+        piece = b"x" * MB
+        while srv.wrote < 1 << 30:
+            yield piece
+
+    return pieces
+
+
+PASSED = [
+    ("/completions", {"model": MODEL, "prompt": "hi"}, "openai"),
+    ("/messages", {"model": MODEL, "max_tokens": 3, "messages": []}, "anthropic"),
+]
+
+
+@pytest.mark.parametrize(("path", "body", "fmt"), PASSED)
+@pytest.mark.parametrize("sized", [True, False])
+def test_a_huge_answer_passed_through_streams_through_whole(
+    path: str, body: dict[str, Any], fmt: str, sized: bool
+) -> None:
+    length = len(OBJECT) if sized else None
     with (
-        RawUpstream(_endless_json) as up,
+        RawUpstream(_json_answer(_pieces(OBJECT), length=length)) as up,
+        GatewayServer(_settings(up.base_url, max_answer_mb=1)) as gw,
+    ):
+        tracemalloc.start()
+        try:
+            got = 0
+            with httpx.stream("POST", gw.base_url + path, json=body, timeout=BOUND_S) as answer:
+                assert answer.status_code == 200
+                assert answer.headers["content-type"] == "application/json"
+                assert answer.headers.get("content-length") == (str(length) if sized else None)
+                for part in answer.iter_raw():  # compared as it comes: not held here either
+                    assert part == OBJECT[got : got + len(part)]
+                    got += len(part)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    assert got == len(OBJECT)
+    # the process (the upstream and the client too) held the cap and a few MB in flight at
+    # once (~9 MB measured), not the 32 MB answer
+    assert peak < 16 * MB, f"{peak:,} bytes held at once"
+
+
+def test_a_client_that_leaves_a_huge_answer_closes_its_upstream() -> None:
+    with (
+        RawUpstream(_json_answer(_endless(b'{"pad": "'))) as up,
+        GatewayServer(_settings(up.base_url, max_answer_mb=1)) as gw,
+    ):
+        body = {"model": MODEL, "prompt": "hi"}
+        url = gw.base_url + "/completions"
+        with httpx.stream("POST", url, json=body, timeout=BOUND_S) as answer:
+            assert answer.status_code == 200
+            first = next(answer.iter_raw())
+        assert up.failed.wait(BOUND_S)  # the gateway closed the upstream: vLLM aborts
+        left = "ttftscope_gateway_client_disconnects_total"
+        assert gateway_metric(gw.port, left, phase="mid_stream") == 1
+    assert first.startswith(b'{"pad": "')
+    # it read ahead of the client by no more than the cap and the sockets' buffers
+    assert up.wrote < 64 * MB
+
+
+@pytest.mark.parametrize(("path", "body", "fmt"), PASSED)
+def test_a_huge_error_body_is_a_502_and_is_not_held(
+    path: str, body: dict[str, Any], fmt: str
+) -> None:
+    error_body = _json_answer(_endless(b'{"error": "'), status=b"500 Internal Server Error")
+    with (
+        RawUpstream(error_body) as up,
         GatewayServer(_settings(up.base_url, max_answer_mb=1)) as gw,
     ):
         answer = httpx.post(gw.base_url + path, json=body, timeout=BOUND_S)
         assert up.failed.wait(BOUND_S)  # the gateway stopped reading and closed
+    # a body that is scrubbed of credentials before it is relayed is read whole, or not at all
     assert answer.status_code == 502
     error = answer.json()["error"]
     assert "more than 1 MB (gateway.max_answer_mb)" in error["message"]
     assert (error["type"] == "api_error") == (fmt == "anthropic")
-    # it read past the cap by no more than the sockets' buffers hold, not the whole answer
-    assert up.wrote < 64 << 20
+    assert up.wrote < 64 * MB
+
+
+@pytest.mark.parametrize("sized", [True, False])
+def test_a_huge_answer_that_is_not_a_json_object_is_a_502(sized: bool) -> None:
+    array = _json_answer(_endless(b' \r\n\t["'), length=1 << 30 if sized else None)
+    with (
+        RawUpstream(array) as up,
+        GatewayServer(_settings(up.base_url, max_answer_mb=1)) as gw,
+    ):
+        body = {"model": MODEL, "prompt": "hi"}
+        answer = httpx.post(gw.base_url + "/completions", json=body, timeout=BOUND_S)
+        assert up.failed.wait(BOUND_S)
+    assert answer.status_code == 502
+    assert "not a JSON object" in answer.json()["error"]["message"]
+
+
+def test_a_huge_answer_to_translate_is_a_502(qwen2_dir: Path) -> None:
+    with FaultServer() as srv:
+        up = UpstreamSettings(
+            base_url=srv.base_url(),
+            model_dir=qwen2_dir,
+            models=("tiny-llama",),
+            plain_chats="completions",
+        )
+        with GatewayServer(GatewaySettings(upstreams={"ids": up}, max_answer_mb=1)) as gw:
+            assert gw.gateway.upstreams[0].plain_via_completions
+            srv.options.content = ["x" * (2 * MB)]  # once the start-up probes have their answers
+            chat = [{"role": "user", "content": "hi"}]
+            body = {"model": "tiny-llama", "messages": chat, "max_tokens": 3}
+            answer = httpx.post(gw.base_url + "/chat/completions", json=body, timeout=BOUND_S)
+        assert srv.last_request.path.endswith("/v1/completions")  # answered as a chat: rewritten
+    assert answer.status_code == 502
+    assert "more than 1 MB (gateway.max_answer_mb)" in answer.json()["error"]["message"]
+
+
+@pytest.mark.parametrize("sized", [True, False])
+def test_an_answer_that_breaks_off_once_streamed_through_closes_the_client_connection(
+    sized: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    part = _pieces(OBJECT[: 3 * MB])  # past the 1 MB cap, then the upstream closes
+    broken = _json_answer(part, length=len(OBJECT) if sized else None, end=False)
+    server_log = logging.getLogger("uvicorn.error")
+    with (
+        RawUpstream(broken) as up,
+        GatewayServer(_settings(up.base_url, max_answer_mb=1)) as gw,
+        caplog.at_level(logging.WARNING, logger="ttftscope.gateway"),
+    ):
+        server_log.addHandler(caplog.handler)  # once uvicorn has set its loggers up
+        try:
+            body = {"model": MODEL, "prompt": "hi"}
+            url = gw.base_url + "/completions"
+            with httpx.stream("POST", url, json=body, timeout=BOUND_S) as answer:
+                assert answer.status_code == 200
+                with pytest.raises(httpx.RemoteProtocolError):  # not a hang, not a whole answer
+                    answer.read()
+        finally:
+            server_log.removeHandler(caplog.handler)
+        # counted as a stream that breaks off is: with the status it was sent with
+        total = "ttftscope_gateway_requests_total"
+        assert gateway_metric(gw.port, total, status="200") == 1
+    assert "upstream 'u' broke off" in caplog.text and "closed" in caplog.text
+    assert "ASGI" not in caplog.text  # the gateway closed it, not the server's error path
+    assert '"pad"' not in caplog.text  # what the answer said is not logged
 
 
 def _sized_huge(srv: RawUpstream, conn: socket.socket) -> None:
-    srv.send(conn, b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n")
+    srv.send(conn, b"HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\n")
     srv.send(conn, b"Content-Length: 1073741824\r\n\r\n{")
     while conn.recv(1):  # the gateway must close without reading the rest
         pass
     srv.closed_by_peer.set()
 
 
-def test_an_answer_declared_too_large_is_refused_before_it_is_read() -> None:
+def test_an_error_declared_too_large_is_refused_before_it_is_read() -> None:
     with (
         RawUpstream(_sized_huge) as up,
         GatewayServer(_settings(up.base_url, max_answer_mb=1)) as gw,

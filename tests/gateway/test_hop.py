@@ -310,3 +310,47 @@ async def test_a_whole_answer_past_the_cap_is_refused_and_its_connection_dropped
             await answer.read()
         await asyncio.wait_for(srv.closed.wait(), 10)  # not kept, not pooled
         pool.close()
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("declared", [True, False])
+async def test_an_answer_read_capped_gives_what_came_past_the_cap_and_the_rest_follows(
+    declared: bool,
+) -> None:
+    big = bytes(range(256)) * 256  # 64 KB, past the 10 KB cap
+    more = asyncio.Event()
+
+    async def handle(
+        srv: Scripted, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        await srv.request(reader)
+        if declared:
+            writer.write(sized(big))
+        else:
+            writer.write(CHUNKED_HEAD)
+            for i in range(0, len(big), 1024):
+                if i == 12 * 1024:
+                    await more.wait()  # the rest once the client has what came past the cap
+                writer.write(chunk(big[i : i + 1024]))
+                await writer.drain()
+            writer.write(b"0\r\n\r\n")
+        await srv.request(reader)
+        writer.write(sized(b'{"ok":true}'))
+        await reader.read()
+
+    async with scripted(handle) as (srv, base):
+        pool = UpstreamPool(base, max_answer=10 * 1024)
+        answer = await pool.request("POST", pool.path("/x"), b"{}", HEADERS, QUICK)
+        parts, whole = await answer.read_capped()
+        assert not whole
+        more.set()
+        # a declared size says so before any byte is read; else what came, past the cap
+        got = sum(map(len, parts))
+        assert got == 0 if declared else 10 * 1024 < got <= 12 * 1024
+        rest = [part async for part in answer.chunks()]
+        assert b"".join(parts + rest) == big
+        answer.release()  # read to its end: the connection serves the next request
+        small = await pool.request("POST", pool.path("/x"), b"{}", HEADERS, QUICK)
+        assert await small.read_capped() == ([b'{"ok":true}'], True)
+        pool.close()
+    assert srv.connections == 1

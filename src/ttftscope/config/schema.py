@@ -229,8 +229,9 @@ class GatewaySettings(_Section):
     # seconds one exchange may take, a stream to its last event included: a 100K-token
     # agent turn can stream for many minutes on a busy server
     request_timeout_s: float = Field(default=3600.0, gt=0, le=86400, allow_inf_nan=False)
-    # MB of a whole (non-stream) upstream answer the gateway holds; past it a 502. Streams
-    # are relayed as they come and have no such cap
+    # MB of a whole (non-stream) upstream answer the gateway holds. Past it, a 200 it passes
+    # on unchanged is relayed as it comes; an error body or an answer to translate is a 502.
+    # Streams are relayed as they come and have no such cap
     max_answer_mb: float = Field(default=128.0, gt=0, le=4096, allow_inf_nan=False)
     # messages (or Responses input items) in one request: Claude Code sessions reach a few
     # thousand; rendering 20K messages alone takes ~0.3 s

@@ -31,6 +31,8 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 # when a client left: before its answer began (counted 499), or during its stream
 Phase = Literal["before_answer", "mid_stream"]
+# the scope extension whose "close" closes the client's connection (the bounded protocol's)
+CLOSE_EXTENSION = "ttftscope.close"
 
 
 def cancel_status() -> int | None:
@@ -55,6 +57,12 @@ class ClientGone(Exception):
 
 class BodyTooLarge(Exception):
     """The request body is larger than the gateway accepts."""
+
+
+class CutShort(Exception):
+    """Raised by a response body sent in part whose rest cannot follow (an upstream broke
+    off a JSON answer passed through): the client's connection is closed, so the client sees
+    a truncated answer, not a hang or an end that looks whole."""
 
 
 def header(headers: list[tuple[bytes, bytes]], name: str) -> str | None:
@@ -174,6 +182,14 @@ async def send_response(response: Response, send: Send, watch: Watch) -> None:
     await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
+def _close_connection(scope: Scope) -> None:
+    """Close the client's connection through the server's :data:`CLOSE_EXTENSION`; a server
+    without it closes an answer left unfinished itself (uvicorn, logging an error)."""
+    close = scope.get("extensions", {}).get(CLOSE_EXTENSION, {}).get("close")
+    if close is not None:
+        close()
+
+
 class HotPath:
     """ASGI app: ``routes`` (path → handler) served directly, the rest by ``fallback``.
 
@@ -250,6 +266,8 @@ class HotPath:
             task.uncancel()  # ours, not the server's: the request ends here, quietly
             self.on_left(phase)
             status = 499 if phase == "before_answer" else status
+        except CutShort:
+            _close_connection(scope)
         finally:
             watch.stop()
             _WATCH.reset(watching)

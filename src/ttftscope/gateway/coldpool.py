@@ -10,9 +10,9 @@ to 27-34 ms (``benchmarks/gateway_soak.py``, which also found the churn of 64 co
 Here such an encode runs in another process, at a lower priority, with its own GIL: the
 gateway sends the text (and the state it starts from, for a fork) and adopts the state that
 comes back (:meth:`~ttftscope.tokenization.incremental.IncrementalEncoder.adopt`: a few ms
-of C-level copies on the loop for 100K tokens). What still stalls the small chats then is
-the gateway's own per-request work on its loop (parsing, rendering on the threads, building
-the upstream body), not the tokenizer.
+of C-level copies on the loop for 100K tokens). What still delays the small chats then is
+other per-request work of the cold prompts (the gateway parses, renders and builds 1 MB
+bodies; the benchmark's own client and fake upstream share the 2 cores), not yet split.
 
 The workers load each tokenizer from a copy of its ``tokenizer.json`` text, so they encode
 with exactly the gateway's tokenizer. The gateway starts them once its tokenizers are loaded

@@ -7,6 +7,12 @@ for: another content type (a web page, JSON for a stream), or a whole answer tha
 JSON object. A client that disconnects closes the upstream connection, which makes vLLM
 abort the request.
 
+A whole answer is held up to ``gateway.max_answer_mb``. Past it, a 200 passed on unchanged
+goes through as it arrives, never held whole, once it is seen to open a JSON object (all
+that can be checked of it); an upstream that breaks it off then closes the client's
+connection. An error's body (scrubbed of credentials) and an answer to rewrite are needed
+whole: past the cap they are a 502.
+
 The first token of a stream is timed for ``/metrics``: the first SSE event that carries one
 (:func:`token_event`): the second on chat (a role chunk opens it), the first on completions,
 the first text or tool-input delta on messages and responses.
@@ -17,21 +23,27 @@ b'_delta"'
 
 from __future__ import annotations
 
+import logging
+import re
 import time
 from collections.abc import AsyncIterator, Callable
+from contextlib import aclosing
 
 import orjson
 from starlette.responses import Response, StreamingResponse
 
 from ttftscope.errors import TransportFailure
 from ttftscope.gateway.apierrors import ErrorFormat, error_response, stream_error
-from ttftscope.gateway.hop import Answer, AnswerTooLarge, HopError
+from ttftscope.gateway.asgi import CutShort
+from ttftscope.gateway.hop import Answer, HopError
 from ttftscope.gateway.hoptrace import CURRENT, UPSTREAM
 from ttftscope.gateway.metrics import GatewayMetrics
 from ttftscope.gateway.upstreams import Upstream
 from ttftscope.tracing.names import FIRST_BYTE, FIRST_TOKEN
 
+log = logging.getLogger("ttftscope.gateway")
 _PASSED_HEADERS = ("content-type", "retry-after", "x-request-id")
+_NOT_SPACE = re.compile(rb"[^ \t\r\n]")  # the first byte of a JSON value
 
 
 Rewrite = Callable[[bytes], bytes]
@@ -76,25 +88,7 @@ async def forward(
         resp.close()  # not what was asked for (a web page, an SSE body for JSON): not relayed
         return error_response(fmt, 502, f"upstream {up.name!r} answered 200 with {wrong}")
     if resp.status != 200 or not stream:
-        try:
-            body = await resp.read()
-        except AnswerTooLarge as exc:
-            mb = f"{exc.limit / (1 << 20):g} MB"
-            return error_response(
-                fmt, 502, f"upstream {up.name!r} answered more than {mb} (gateway.max_answer_mb)"
-            )
-        except HopError as exc:
-            return error_response(fmt, 502, f"upstream {up.name!r} broke off its answer ({exc})")
-        if resp.status != 200:
-            body = up.scrub(body)
-        else:
-            try:
-                body = _json_object(body) if rewrite_body is None else rewrite_body(body)
-            except BadAnswer as exc:
-                return error_response(fmt, 502, f"upstream {up.name!r} answered 200 with {exc}")
-        if hop is not None:
-            hop.close(UPSTREAM)
-        return Response(body, status_code=resp.status, headers=headers)
+        return await _whole(up, resp, headers, rewrite_body, fmt)
     return StreamingResponse(
         _relay(up, resp, t0, metrics, rewrite_stream, token_event(path), fmt),
         status_code=200,
@@ -140,6 +134,112 @@ async def _relay(
         if finished:  # read to its end: the connection goes back to the pool for the next
             resp.release()
         else:  # a disconnected client lands here too: closing makes vLLM abort the request
+            resp.close()
+
+
+async def _whole(
+    up: Upstream, resp: Answer, headers: dict[str, str], rewrite: Rewrite | None, fmt: ErrorFormat
+) -> Response:
+    """A whole answer, read, then checked and rewritten (a 200) or scrubbed (an error); a
+    200 past the cap that needs no rewriting is passed on as it comes (:func:`_pass_on`)."""
+    try:
+        parts, whole = await resp.read_capped()
+        if not whole and resp.status == 200 and rewrite is None:
+            return await _pass_on(up, resp, parts, headers, fmt)
+    except HopError as exc:
+        return error_response(fmt, 502, f"upstream {up.name!r} broke off its answer ({exc})")
+    if not whole:  # an error's body is scrubbed, a translated one parsed: both need it whole
+        resp.close()
+        mb = f"{resp.cap / (1 << 20):g} MB"
+        return error_response(
+            fmt, 502, f"upstream {up.name!r} answered more than {mb} (gateway.max_answer_mb)"
+        )
+    body = b"".join(parts)
+    del parts  # the joined copy is the one kept
+    if resp.status != 200:
+        body = up.scrub(body)
+    else:
+        try:
+            body = _json_object(body) if rewrite is None else rewrite(body)
+        except BadAnswer as exc:
+            return error_response(fmt, 502, f"upstream {up.name!r} answered 200 with {exc}")
+    if (hop := CURRENT.get()) is not None:
+        hop.close(UPSTREAM)
+    return Response(body, status_code=resp.status, headers=headers)
+
+
+async def _pass_on(
+    up: Upstream, resp: Answer, parts: list[bytes], headers: dict[str, str], fmt: ErrorFormat
+) -> Response:
+    """A 200 answer too large to hold (``parts`` read so far), passed on as it comes if it
+    opens a JSON object: all that can be checked of a body never held whole."""
+    try:
+        first = await _first_byte(resp, parts)
+    except BaseException:
+        resp.close()  # broken off, or the client left: vLLM aborts the request
+        raise
+    if first != b"{":
+        resp.close()
+        what = f"opens with {first!r}" if first else "holds only whitespace"
+        return error_response(
+            fmt,
+            502,
+            f"upstream {up.name!r} answered 200 with a body that is not a JSON object (it {what})",
+        )
+    if (length := resp.headers.get("content-length")) is not None:
+        headers["content-length"] = length
+    return StreamingResponse(_through(up, resp, parts), status_code=200, headers=headers)
+
+
+async def _first_byte(resp: Answer, parts: list[bytes]) -> bytes:
+    """The body's first byte past JSON whitespace, reading on into ``parts`` as far as that
+    takes; b"" if the body, or its first ``resp.cap`` bytes, end before one."""
+    for part in parts:
+        if (found := _NOT_SPACE.search(part)) is not None:
+            return found.group()
+    size = sum(map(len, parts))
+    async with aclosing(resp.chunks()) as chunks:
+        async for chunk in chunks:
+            parts.append(chunk)
+            if (found := _NOT_SPACE.search(chunk)) is not None:
+                return found.group()
+            size += len(chunk)
+            if size > resp.cap:
+                break
+    return b""
+
+
+async def _through(up: Upstream, resp: Answer, parts: list[bytes]) -> AsyncIterator[bytes]:
+    """``parts``, then the rest of the answer as it arrives; an upstream that breaks off
+    ends it with :class:`CutShort` (the client's connection closes: no valid end can
+    follow part of a JSON object)."""
+    relayed = 0
+    finished = False
+    try:
+        parts.reverse()  # popped from its end: each part is let go of once it is sent
+        while parts:
+            part = parts.pop()
+            relayed += len(part)
+            yield part
+        async for chunk in resp.chunks():
+            relayed += len(chunk)
+            yield chunk
+        finished = True
+    except HopError as exc:
+        log.warning(
+            "upstream %r broke off a whole answer passed on as it came (past "
+            "gateway.max_answer_mb) after %d bytes; the client's connection is closed (%s)",
+            up.name,
+            relayed,
+            exc,
+        )
+        raise CutShort from None
+    finally:
+        if (hop := CURRENT.get()) is not None:
+            hop.close(UPSTREAM)
+        if finished:
+            resp.release()
+        else:  # broken off, or the client left: closing makes vLLM abort the request
             resp.close()
 
 

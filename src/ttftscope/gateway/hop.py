@@ -26,7 +26,7 @@ import os
 import ssl
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass
 from typing import Literal, cast
 from urllib.parse import urlsplit
@@ -42,7 +42,7 @@ _LOW_WATER = 1 << 18
 # server is closing fails the request
 _KEEPALIVE_S = 4.0
 _MAX_IDLE = 256
-# a whole answer larger than this is refused unless the pool says otherwise
+# the most of a whole answer held, unless the pool says otherwise
 MAX_ANSWER = 128 << 20
 
 
@@ -236,32 +236,42 @@ class Answer:
         self.status = conn.status
         self.headers: Mapping[str, str] = conn.headers
         self._pool, self._conn = pool, conn
+        self.cap = pool.max_answer  # the most bytes of it read() and read_capped() hold
 
     async def read(self) -> bytes:
-        """The whole body; the connection goes back to the pool, or is closed on failure.
+        """The whole body (the connection goes back to the pool); past :attr:`cap`
+        :class:`AnswerTooLarge`, its connection closed: it is never held whole."""
+        parts, whole = await self.read_capped()
+        if not whole:
+            self.close()
+            raise AnswerTooLarge(self.cap)
+        return b"".join(parts)
 
-        An answer past the pool's ``max_answer`` is :class:`AnswerTooLarge`, raised as soon
-        as its ``Content-Length`` or its bytes so far say so: it is never held whole.
+    async def read_capped(self) -> tuple[list[bytes], bool]:
+        """The whole body and True (the connection goes back to the pool); or, as soon as
+        its ``Content-Length`` or its bytes so far pass :attr:`cap`, the parts read so far
+        (none for a declared size) and False: the rest comes from :meth:`chunks`, and the
+        caller releases or closes. Closed on failure.
         """
-        limit = self._pool.max_answer
+        limit = self.cap
         parts: list[bytes] = []
         size = 0
         try:
             declared = self.headers.get("content-length", "")
             if declared.isdigit() and int(declared) > limit:
-                raise AnswerTooLarge(limit)
-            async for chunk in self.chunks():
+                return parts, False
+            while (chunk := await self._conn.take()) is not None:
+                parts.append(chunk)
                 size += len(chunk)
                 if size > limit:
-                    raise AnswerTooLarge(limit)
-                parts.append(chunk)
+                    return parts, False
         except BaseException:
             self.close()
             raise
         self.release()
-        return b"".join(parts)
+        return parts, True
 
-    async def chunks(self) -> AsyncIterator[bytes]:
+    async def chunks(self) -> AsyncGenerator[bytes, None]:
         """Body bytes as they arrive; :class:`HopError` if the answer breaks off."""
         while (chunk := await self._conn.take()) is not None:
             yield chunk

@@ -152,7 +152,7 @@ class Upstream:
     ) -> None:
         """Open the connection pool, load the tokenizer, list models, choose the ids API.
 
-        Whole answers past ``max_answer`` bytes are refused; long encodes run on ``pool``
+        Whole answers are held up to ``max_answer`` bytes; long encodes run on ``pool``
         (the longest in ``cold``'s processes);
         ``loaded`` holds the tokenizers already loaded by model
         folder (another upstream serving the same model shares its ~25 MB tokenizer).
