@@ -115,6 +115,39 @@ def test_multi_turn_matches_vllm_chat_and_its_own_tokenizer(
     assert _metric(gateway, "ttftscope_gateway_tokens_reused_total") > 0
 
 
+def test_a_cold_prompt_encoded_in_a_worker_process_matches_vllm(vllm: LocalServer) -> None:
+    """encode_processes: a cold 10K-token conversation is encoded in a worker process, its
+    next turn appends to the state adopted from it; vLLM counts the same prompt tokens for
+    both as for the text, and its own tokenization of each agrees (verify_every=1)."""
+    up = UpstreamSettings(base_url=vllm.base_url, model_dir=model_dir())
+    settings = GatewaySettings(
+        upstreams={"local": up}, verify_every=1, cache_mb=64, encode_processes=1
+    )
+    direct = openai.OpenAI(base_url=vllm.base_url, api_key="unused")
+    messages: list[Any] = [
+        {"role": "system", "content": "".join(agent_turn(i, seed=9) for i in range(32))},
+        {"role": "user", "content": agent_turn(0, seed=10)},
+    ]
+    assert len(messages[0]["content"]) > 40_000  # past the gateway's 32 KB for a worker
+    with GatewayServer(settings) as gw:
+        via = openai.OpenAI(base_url=gw.base_url, api_key="unused")
+        cold = gw.gateway.cold
+        assert cold is not None
+        for _ in range(2):
+            a = direct.chat.completions.create(model=vllm.model, messages=messages, max_tokens=4)
+            b = via.chat.completions.create(model=vllm.model, messages=messages, max_tokens=4)
+            assert a.usage is not None and b.usage is not None
+            assert b.usage.prompt_tokens == a.usage.prompt_tokens
+            messages += [
+                {"role": "assistant", "content": a.choices[0].message.content or ""},
+                {"role": "user", "content": agent_turn(1, seed=10)},
+            ]
+        assert cold.completed == 1  # the first turn; the second appended here
+        assert _metric(gw, "ttftscope_gateway_verify_mismatches_total") == 0
+        assert _metric(gw, "ttftscope_gateway_verify_checks_total") == 2
+        assert _metric(gw, "ttftscope_gateway_tokens_reused_total") > 0
+
+
 def _vllm_requests(vllm: LocalServer, handler: str) -> float:
     """vLLM's own count of answered requests to ``handler`` (its HTTP instrumentator)."""
     text = httpx.get(vllm.base_url.removesuffix("/v1") + "/metrics").text
