@@ -300,7 +300,9 @@ def p99(values: list[float]) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[98] if len(values) > 1 else 0.0
 
 
-async def drive(args: argparse.Namespace, base: str, convs: list[Conversation]) -> dict[str, Any]:
+async def drive(
+    args: argparse.Namespace, base: str, convs: list[Conversation], upstream: str
+) -> dict[str, Any]:
     url = base + "/v1/chat/completions"
     tally = Tally()
     # idle connections closed before the gateway's own keep-alive timeout (5 s) closes them
@@ -311,6 +313,7 @@ async def drive(args: argparse.Namespace, base: str, convs: list[Conversation]) 
             async with client.post(url, data=SMALL, headers=JSON) as resp:
                 await resp.read()
         phases: dict[str, list[float]] = {"idle": [], "cold": [], "churn": []}
+        direct: dict[str, list[float]] = {"idle": [], "cold": [], "churn": []}
         small_failed: list[int] = []
         every = args.small_every_ms / 1000
 
@@ -319,10 +322,17 @@ async def drive(args: argparse.Namespace, base: str, convs: list[Conversation]) 
             ticker = asyncio.create_task(
                 small_chats(client, url, every, stop, phases[name], small_failed)
             )
+            # the same small chat straight to the upstream: what the machine, the clients and
+            # the upstream cost without the gateway (the floor its latencies stand on)
+            direct_url = upstream + "/v1/chat/completions"
+            direct_ticker = asyncio.create_task(
+                small_chats(client, direct_url, every, stop, direct[name], small_failed)
+            )
             t0 = time.perf_counter()
             await work
             stop.set()
             await ticker
+            await direct_ticker
             return time.perf_counter() - t0
 
         await with_small_chats("idle", asyncio.sleep(args.idle_s))
@@ -351,6 +361,7 @@ async def drive(args: argparse.Namespace, base: str, convs: list[Conversation]) 
         "cold_s": cold_s,
         "churn_s": churn_s,
         "small_failed": len(small_failed),
+        "direct": direct,
     }
 
 
@@ -421,7 +432,7 @@ def main() -> None:
         ):
             workers_ready(gw, args.encode_processes)
             rss_start = rss_mb(gw_proc.pid)
-            out = asyncio.run(drive(args, gw, convs))
+            out = asyncio.run(drive(args, gw, convs, up))
             time.sleep(1.0)
             rss_end = rss_mb(gw_proc.pid)
             rss_workers = workers_rss_mb(gw_proc.pid)
@@ -441,6 +452,10 @@ def main() -> None:
         "small_chat_max_cold_ms": round(max(phases["cold"], default=0.0), 2),
         "small_chat_p99_churn_ms": round(p99(phases["churn"]), 2),
         "stall_ratio": round(cold / idle, 2) if idle else None,
+        # the same small chats sent straight to the fake upstream at the same time
+        "direct_p99_idle_ms": round(p99(out["direct"]["idle"]), 2),
+        "direct_p99_cold_ms": round(p99(out["direct"]["cold"]), 2),
+        "direct_p99_churn_ms": round(p99(out["direct"]["churn"]), 2),
         "cold_phase_s": round(out["cold_s"], 2),
         "churn_phase_s": round(out["churn_s"], 2),
         "cache_entries": entries,

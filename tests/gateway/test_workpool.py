@@ -6,6 +6,7 @@ import asyncio
 import os
 import sys
 import threading
+from concurrent.futures import Future
 
 import pytest
 
@@ -71,5 +72,35 @@ def test_a_refused_change_leaves_a_working_pool(monkeypatch: pytest.MonkeyPatch)
     pool = WorkPool(workers=1, queue=0)
     try:
         assert asyncio.run(pool.run(sum, [1, 2])) == 3
+    finally:
+        pool.close()
+
+
+def test_work_done_elsewhere_holds_its_place_until_its_follow_up_ends() -> None:
+    """``then`` + ``await_admitted``: a job in a process, then its follow-up on a thread;
+    the place stays taken until both are done, and the first one's error is the error."""
+    pool = WorkPool(workers=1, queue=0)
+    elsewhere: Future[int] = Future()
+    elsewhere.set_running_or_notify_cancel()
+    follow_ups: list[int] = []
+
+    def follow_up(n: int) -> int:
+        follow_ups.append(n)
+        return n
+
+    async def main() -> tuple[int, int]:
+        pool.admit()
+        job = asyncio.ensure_future(pool.await_admitted(lambda: pool.then(elsewhere, follow_up)))
+        await asyncio.sleep(0)
+        waiting = pool.pending  # the process has not answered: the place is taken
+        elsewhere.set_result(7)
+        return await job, waiting
+
+    try:
+        assert asyncio.run(main()) == (7, 1) and follow_ups == [7] and pool.pending == 0
+        failed: Future[int] = Future()
+        failed.set_exception(ValueError("the worker's error"))
+        with pytest.raises(ValueError, match="the worker's error"):
+            pool.then(failed, lambda n: n).result()
     finally:
         pool.close()

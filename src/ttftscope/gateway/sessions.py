@@ -39,11 +39,12 @@ import sys
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import tokenizers
 
-from ttftscope.gateway.coldpool import ColdPool, ColdPoolBroken
+from ttftscope.gateway.coldpool import ColdPool, ColdPoolBroken, ColdResult
 from ttftscope.gateway.idsbody import IdsJson
 from ttftscope.gateway.workpool import WorkPool
 from ttftscope.tokenization.incremental import STEP_CHARS, EncodePath, IncrementalEncoder
@@ -195,20 +196,21 @@ class SessionCache:
         )
 
     async def _elsewhere(self, entry: _Entry, prompt: str) -> tuple[list[int], bytes]:
-        """Encode in a worker process (its place in the pool taken) and adopt the state it
-        reached; a worker that died leaves this one request to the threads, with a warning."""
+        """Encode in a worker process and adopt the state it reached on a worker thread
+        (turning 100K uint32 ids into the shared ints took the loop ~20 ms on a busy machine),
+        one place in the pool held throughout; a worker that died leaves this one request to
+        the threads, with a warning."""
         cold, key, enc = self.cold, self._cold_key, entry.encoder
         assert cold is not None
         base = enc.snapshot() if enc.utf8 else None
         try:
-            done = await self.pool.await_admitted(lambda: cold.submit(key, base, prompt))
+            return await self.pool.await_admitted(
+                lambda: self.pool.then(cold.submit(key, base, prompt), partial(_adopt, entry))
+            )
         except ColdPoolBroken as exc:
             self.stats.cold_failures += 1
             log.warning("%s; this prompt is encoded on a thread, the next in a new worker", exc)
             return await self.pool.run(_encode, entry, prompt)
-        ids = enc.adopt(done.state, done.stats)
-        entry.json = IdsJson(done.blocks)
-        return ids, done.ids_json
 
     def _take(self, key: str, prompt: bytes) -> tuple[int, _Entry, int, bool]:
         """The entry to encode with (an idle extendable one, a fork of the best, or new), how
@@ -287,6 +289,14 @@ def _encode(entry: _Entry, prompt: str) -> tuple[list[int], bytes]:
     ids = entry.encoder.encode(prompt)
     kept = min(entry.encoder.stats.last_reused_tokens, len(ids))
     return ids, entry.json.update(ids, kept)
+
+
+def _adopt(entry: _Entry, done: ColdResult) -> tuple[list[int], bytes]:
+    """The ids a worker process sent and their JSON, its state taken by ``entry``'s encoder
+    (busy: only this call uses it)."""
+    ids = entry.encoder.adopt(done.state, done.stats)
+    entry.json = IdsJson(done.blocks)
+    return ids, entry.json.json()
 
 
 def _hf(tok: Any) -> tokenizers.Tokenizer:

@@ -27,6 +27,7 @@ runs more than once at a time.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import math
 import os
@@ -40,6 +41,7 @@ from typing import TypeVar
 from ttftscope.gateway.heap import trim
 
 T = TypeVar("T")
+U = TypeVar("U")
 # How long a thread running Python keeps the GIL while another asks for it (CPython's default:
 # 5 ms). Workers run Python too (templates, the window encoder of a cold prompt's appends); at
 # 5 ms the loop waited up to that long at each wake-up while they did. 1 ms lowered the loop's
@@ -121,6 +123,32 @@ class WorkPool:
         future.add_done_callback(done)
         return await asyncio.wrap_future(future)
 
+    def then(self, first: Future[T], fn: Callable[[T], U]) -> Future[U]:
+        """``fn(result of first)`` on a worker thread once ``first`` (work done elsewhere, a
+        process) is done: one future for both, for :meth:`await_admitted`; ``first``'s
+        error, if any, is its error.
+
+        >>> pool = WorkPool(workers=1, queue=0)
+        >>> first: Future[int] = Future()
+        >>> both = pool.then(first, lambda n: n + 1)
+        >>> first.set_result(1); both.result()
+        2
+        """
+        out: Future[U] = Future()
+        out.set_running_or_notify_cancel()  # like ``first``: under way, not cancellable
+
+        def go(done: Future[T]) -> None:
+            try:
+                value = done.result()
+                self._executor.submit(_then_trim, fn, value).add_done_callback(
+                    lambda f: _settle(f, out)
+                )
+            except BaseException as exc:  # first's error, or the pool was shut down
+                out.set_exception(exc)
+
+        first.add_done_callback(go)
+        return out
+
     def background(self, fn: Callable[[], T]) -> Future[T] | None:
         """``fn()`` on a worker if the background slot is free, else None (not run); from
         any thread.
@@ -175,6 +203,16 @@ def lower_priority(steps: int = WORKER_NICE) -> bool:
     except OSError:  # a sandbox refusing it: the worker keeps the loop's priority
         return False
     return True
+
+
+def _settle(done: Future[T], out: Future[T]) -> None:
+    """``out`` gets ``done``'s result or error."""
+    if done.cancelled():
+        out.set_exception(concurrent.futures.CancelledError())
+    elif (exc := done.exception()) is not None:
+        out.set_exception(exc)
+    else:
+        out.set_result(done.result())
 
 
 def _then_trim(fn: Callable[..., T], *args: object) -> T:
