@@ -242,8 +242,8 @@ class GatewaySettings(_Section):
     encode_queue: int = Field(default=16, ge=0)
     # processes (started with the gateway) that encode prompts with over 32 KB not yet
     # cached, with a GIL of their own; 0: on the encode_workers threads. benchmarks/
-    # gateway_soak.py, 2 processes against 0: small chats' p99 during 6 cold 100K-token
-    # prompts 27-34 ms against 52 ms, churn 1.7x faster, ~105 MB of RSS per process
+    # gateway_soak.py, 2 processes against 0: churn 1.6-2x faster, ~105 MB of RSS per
+    # process, small chats' p99 during cold prompts not clearly lower
     encode_processes: int = Field(default=0, ge=0, le=64)
     # name of the environment variable with comma-separated inbound keys (unset: no auth)
     api_keys_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")

@@ -3,16 +3,19 @@
 A cold 100K-token prompt is 0.3-0.8 s of encoding. On a worker thread HF's part releases the
 GIL, but the encoder's own steps between (cuts, offsets, window encodes: Python and C-level
 maps) take it for up to a few ms at a time, and a worker preempted while holding it makes
-the loop wait for a thread that runs below its priority. In 6 cold conversations at once on
-2 cores, the other clients' small chats went from p99 5 ms to 52 ms; with 2 worker processes
-to 27-34 ms (``benchmarks/gateway_soak.py``, which also found the churn of 64 conversations
-1.7x faster, for ~105 MB of RSS per process: so they are opt-in, ``encode_processes``).
-Here such an encode runs in another process, at a lower priority, with its own GIL: the
-gateway sends the text (and the state it starts from, for a fork) and adopts the state that
-comes back (:meth:`~ttftscope.tokenization.incremental.IncrementalEncoder.adopt`: a few ms
-of C-level copies on the loop for 100K tokens). What still delays the small chats then is
-other per-request work of the cold prompts (the gateway parses, renders and builds 1 MB
-bodies; the benchmark's own client and fake upstream share the 2 cores), not yet split.
+the loop wait for a thread that runs below its priority. Here such an encode runs in another
+process, at a lower priority, with its own GIL: the gateway sends the text (and the state it
+starts from, for a fork) and adopts the state that comes back on a worker thread
+(:meth:`~ttftscope.tokenization.incremental.IncrementalEncoder.adopt`: 100K uint32 ids made
+into the shared int objects, ~25 ms of C-level maps on a busy machine).
+
+Measured (``benchmarks/gateway_soak.py``, 2 cores, 2 processes against threads only): the
+churn of 64 conversations of ~100K tokens ran 1.6-2x faster, for ~105 MB of RSS per process
+(so they are opt-in, ``encode_processes``). The small chats' p99 while 6 cold prompts
+arrive did not clearly move (27-42 ms against 32-53 ms; the same chats sent straight to the
+upstream: 4-13 ms): what the gateway's loop still waits for is the rest of each cold
+request's work in its own process (the adopt above, the template render, the JSON of 1 MB
+bodies), all holding its GIL.
 
 The workers load each tokenizer from a copy of its ``tokenizer.json`` text, so they encode
 with exactly the gateway's tokenizer. The gateway starts them once its tokenizers are loaded
