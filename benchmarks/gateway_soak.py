@@ -314,6 +314,7 @@ async def drive(
                 await resp.read()
         phases: dict[str, list[float]] = {"idle": [], "cold": [], "churn": []}
         direct: dict[str, list[float]] = {"idle": [], "cold": [], "churn": []}
+        direct_failed: list[int] = []
         small_failed: list[int] = []
         every = args.small_every_ms / 1000
 
@@ -326,7 +327,7 @@ async def drive(
             # the upstream cost without the gateway (the floor its latencies stand on)
             direct_url = upstream + "/v1/chat/completions"
             direct_ticker = asyncio.create_task(
-                small_chats(client, direct_url, every, stop, direct[name], small_failed)
+                small_chats(client, direct_url, every, stop, direct[name], direct_failed)
             )
             t0 = time.perf_counter()
             await work
@@ -362,6 +363,7 @@ async def drive(
         "churn_s": churn_s,
         "small_failed": len(small_failed),
         "direct": direct,
+        "direct_failed": len(direct_failed),
     }
 
 
@@ -471,6 +473,7 @@ def main() -> None:
         "mismatches": tally.mismatches,
         "refused_503": tally.refused,
         "small_chats_failed": out["small_failed"],
+        "direct_chats_failed": out["direct_failed"],
         "clients_left": tally.left,
         "errors": tally.errors[:5],
     }

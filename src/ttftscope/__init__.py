@@ -75,7 +75,8 @@ if TYPE_CHECKING:
     from ttftscope.results.summaries import BenchSummary, BucketParts
     from ttftscope.sdkinstrument.wrap import Instrumentation, instrument, instrumentation
     from ttftscope.tokenization.chat import ChatRenderer, ChatSession
-    from ttftscope.tokenization.incremental import EncoderState, EncoderStats, IncrementalEncoder
+    from ttftscope.tokenization.encoder_state import EncoderState
+    from ttftscope.tokenization.incremental import EncoderStats, IncrementalEncoder
     from ttftscope.tokenization.loader import Tokenizer, load_tokenizer
     from ttftscope.tracing.emit import open_emitter
 
@@ -126,7 +127,7 @@ _LAZY: dict[str, str] = {
     "RecordsRead": "records",
     "ChatRenderer": "tokenization.chat",
     "ChatSession": "tokenization.chat",
-    "EncoderState": "tokenization.incremental",
+    "EncoderState": "tokenization.encoder_state",
     "EncoderStats": "tokenization.incremental",
     "IncrementalEncoder": "tokenization.incremental",
     "Tokenizer": "tokenization.loader",

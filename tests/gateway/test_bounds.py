@@ -480,3 +480,34 @@ def test_the_total_deadline_before_any_answer_is_a_504() -> None:
     assert answer.status_code == 504
     error = answer.json()["error"]
     assert error["type"] == "timeout_error" and "gateway.request_timeout_s" in error["message"]
+
+
+def _stalled_whole(srv: RawUpstream, conn: socket.socket) -> None:
+    srv.send(conn, b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n")
+    srv.send(conn, b"Content-Length: %d\r\n\r\n" % len(OBJECT))
+    srv.send(conn, OBJECT[: 2 * MB])  # past the 1 MB cap: passed on as it comes
+    while conn.recv(1):  # then nothing, until the gateway gives up on it
+        pass
+    srv.closed_by_peer.set()
+
+
+def test_the_total_deadline_cuts_a_whole_answer_passed_on_as_it_came(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    server_log = logging.getLogger("uvicorn.error")
+    with (
+        RawUpstream(_stalled_whole) as up,
+        GatewayServer(_settings(up.base_url, max_answer_mb=1, request_timeout_s=2.0)) as gw,
+    ):
+        server_log.addHandler(caplog.handler)  # once uvicorn has set its loggers up
+        try:
+            body = {"model": MODEL, "prompt": "hi"}
+            url = gw.base_url + "/completions"
+            with httpx.stream("POST", url, json=body, timeout=BOUND_S) as answer:
+                assert answer.status_code == 200
+                with pytest.raises(httpx.RemoteProtocolError):  # cut, never a whole answer
+                    answer.read()
+            assert up.closed_by_peer.wait(BOUND_S)  # the upstream's work is aborted too
+        finally:
+            server_log.removeHandler(caplog.handler)
+    assert "ASGI" not in caplog.text  # the gateway closed it, not the server's error path

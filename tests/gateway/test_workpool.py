@@ -12,6 +12,8 @@ import pytest
 
 from ttftscope.gateway.workpool import WORKER_NICE, WorkPool, lower_priority
 
+BOUND_S = 30.0  # how long a test waits for a thread
+
 linux_only = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="a thread has its own nice value on Linux only"
 )
@@ -78,29 +80,49 @@ def test_a_refused_change_leaves_a_working_pool(monkeypatch: pytest.MonkeyPatch)
 
 def test_work_done_elsewhere_holds_its_place_until_its_follow_up_ends() -> None:
     """``then`` + ``await_admitted``: a job in a process, then its follow-up on a thread;
-    the place stays taken until both are done, and the first one's error is the error."""
+    the place stays taken until both are done, even once the caller stopped waiting."""
     pool = WorkPool(workers=1, queue=0)
     elsewhere: Future[int] = Future()
     elsewhere.set_running_or_notify_cancel()
-    follow_ups: list[int] = []
+    release = threading.Event()
+    started = threading.Event()
 
     def follow_up(n: int) -> int:
-        follow_ups.append(n)
+        started.set()
+        assert release.wait(BOUND_S)
         return n
 
-    async def main() -> tuple[int, int]:
+    async def main() -> list[int]:
         pool.admit()
         job = asyncio.ensure_future(pool.await_admitted(lambda: pool.then(elsewhere, follow_up)))
         await asyncio.sleep(0)
-        waiting = pool.pending  # the process has not answered: the place is taken
+        job.cancel()  # the client left: the work goes on, and keeps its place
+        seen = [pool.pending]
         elsewhere.set_result(7)
-        return await job, waiting
+        await asyncio.to_thread(started.wait, BOUND_S)
+        seen.append(pool.pending)
+        release.set()
+        while pool.pending:  # freed by the follow-up's end, on this loop
+            await asyncio.sleep(0.001)
+        return seen
 
     try:
-        assert asyncio.run(main()) == (7, 1) and follow_ups == [7] and pool.pending == 0
+        assert asyncio.run(asyncio.wait_for(main(), BOUND_S)) == [1, 1]
+    finally:
+        pool.close()
+
+
+def test_a_failure_elsewhere_is_recovered_on_a_thread_or_is_the_error() -> None:
+    pool = WorkPool(workers=1, queue=0)
+    try:
         failed: Future[int] = Future()
         failed.set_exception(ValueError("the worker's error"))
         with pytest.raises(ValueError, match="the worker's error"):
             pool.then(failed, lambda n: n).result()
+        assert pool.then(failed, lambda n: n, recover=lambda exc: -1).result() == -1
+        cancelled: Future[int] = Future()
+        cancelled.cancel()
+        with pytest.raises(RuntimeError, match="shut down"):  # never a bare cancellation
+            pool.then(cancelled, lambda n: n).result()
     finally:
         pool.close()

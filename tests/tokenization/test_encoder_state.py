@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from tests.tokenization.exact import Exact
 from tests.tokenizer_fixtures.fixtures import FAMILIES
 from ttftscope.agenttext import agent_turn
-from ttftscope.tokenization.incremental import EncoderState, IncrementalEncoder
+from ttftscope.tokenization.encoder_state import EncoderState
+from ttftscope.tokenization.incremental import IncrementalEncoder
 from ttftscope.tokenization.loader import Tokenizer
 
 # appends with the seams the cuts must handle: spaces, newlines, digits, non-ASCII, emoji
@@ -52,3 +53,23 @@ def test_ids_only_leave_nothing_cached(load_family: Callable[[str], Tokenizer]) 
     assert here.utf8 == b""
     assert here.encode("hello world!") == tok.encode("hello world!")
     assert here.stats.path == "full"
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_a_worker_starting_from_a_sent_state_hands_back_an_exact_one(
+    family: str, load_family: Callable[[str], Tokenizer]
+) -> None:
+    """The gateway's fork path: the state of another conversation goes to the worker, which
+    encodes a text sharing only its start, and the result goes on from here exactly."""
+    tok = load_family(family)
+    shared = "".join(agent_turn(i, seed=21, chars=400) for i in range(3))
+    here = IncrementalEncoder(tok)
+    here.encode(shared + agent_turn(9, seed=21, chars=300))
+    worker = IncrementalEncoder(tok)
+    worker.adopt(pickle.loads(pickle.dumps(here.snapshot())))
+    other = shared + agent_turn(10, seed=22, chars=900)
+    ids = worker.encode(other)
+    assert ids == tok.encode(other) and worker.stats.path == "edit"
+    back = IncrementalEncoder(tok)
+    assert back.adopt(pickle.loads(pickle.dumps(worker.snapshot())), worker.stats) == ids
+    Exact(back, tok, last=other)(other + agent_turn(11, seed=22, chars=200))

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from starlette.responses import Response, StreamingResponse
 
-from ttftscope.gateway.deadline import expired
+from ttftscope.gateway.deadline import close_connection, expired
 from ttftscope.gateway.hoptrace import CURRENT, begin
 from ttftscope.tracing.emit import SpanEmitter
 from ttftscope.tracing.names import GATEWAY_SERVICE
@@ -31,8 +31,6 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 # when a client left: before its answer began (counted 499), or during its stream
 Phase = Literal["before_answer", "mid_stream"]
-# the scope extension whose "close" closes the client's connection (the bounded protocol's)
-CLOSE_EXTENSION = "ttftscope.close"
 
 
 def cancel_status() -> int | None:
@@ -182,14 +180,6 @@ async def send_response(response: Response, send: Send, watch: Watch) -> None:
     await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
-def _close_connection(scope: Scope) -> None:
-    """Close the client's connection through the server's :data:`CLOSE_EXTENSION`; a server
-    without it closes an answer left unfinished itself (uvicorn, logging an error)."""
-    close = scope.get("extensions", {}).get(CLOSE_EXTENSION, {}).get("close")
-    if close is not None:
-        close()
-
-
 class HotPath:
     """ASGI app: ``routes`` (path → handler) served directly, the rest by ``fallback``.
 
@@ -267,7 +257,7 @@ class HotPath:
             self.on_left(phase)
             status = 499 if phase == "before_answer" else status
         except CutShort:
-            _close_connection(scope)
+            close_connection(scope)
         finally:
             watch.stop()
             _WATCH.reset(watching)

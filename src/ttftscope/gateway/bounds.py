@@ -10,7 +10,7 @@ or whose body does not within ``body_timeout_s`` (408), closes a keep-alive conn
 idle for ``idle_timeout_s``, and runs each exchange under the total
 :class:`~ttftscope.gateway.deadline.Deadline`. Refusals speak the route's API format. An
 answer that cannot be finished (:class:`~ttftscope.gateway.asgi.CutShort`) closes its
-connection through the scope's :data:`~ttftscope.gateway.asgi.CLOSE_EXTENSION`.
+connection through the scope's :data:`~ttftscope.gateway.deadline.CLOSE_EXTENSION`.
 
 The serving paths (:func:`~ttftscope.gateway.serve.serve`, the background gateway) both
 take their protocol from :func:`bounded_protocol`::
@@ -30,8 +30,7 @@ from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
 from ttftscope.config.schema import GatewaySettings
 from ttftscope.gateway.apierrors import error_response
-from ttftscope.gateway.asgi import CLOSE_EXTENSION
-from ttftscope.gateway.deadline import Deadline, api_format
+from ttftscope.gateway.deadline import CLOSE_EXTENSION, Deadline, api_format
 
 
 @dataclass(frozen=True)
@@ -118,7 +117,7 @@ class BoundedHttpTools(HttpToolsProtocol):
         super().on_message_begin()
         # an answer that cannot be finished closes the connection (asgi.CutShort), quietly:
         # uvicorn's own close of an unfinished answer logs it as the app's error
-        self.scope["extensions"] = {CLOSE_EXTENSION: {"close": self._close}}
+        self.scope.setdefault("extensions", {})[CLOSE_EXTENSION] = {"close": self._close}
         self._in_head = True
         self._head_size = self._header_count = 0
 

@@ -5,7 +5,7 @@ GIL, but the encoder's own steps between (cuts, offsets, window encodes: Python 
 maps) take it for up to a few ms at a time, and a worker preempted while holding it makes
 the loop wait for a thread that runs below its priority. Here such an encode runs in another
 process, at a lower priority, with its own GIL: the gateway sends the text (and the state it
-starts from, for a fork) and adopts the state that comes back on a worker thread
+starts from, if any) and adopts the state that comes back on a worker thread
 (:meth:`~ttftscope.tokenization.incremental.IncrementalEncoder.adopt`: 100K uint32 ids made
 into the shared int objects, ~25 ms of C-level maps on a busy machine).
 
@@ -37,26 +37,34 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 import multiprocessing
 import os
 import threading
 import time
 from array import array
-from concurrent.futures import CancelledError, Future, ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import tokenizers
 
 from ttftscope.assets import cache_dir
+from ttftscope.errors import ConfigError
 from ttftscope.gateway.heap import limit_arenas, trim
 from ttftscope.gateway.idsbody import IdsJson
 from ttftscope.gateway.workpool import WORKER_NICE
-from ttftscope.tokenization.incremental import EncoderState, EncoderStats, IncrementalEncoder
+from ttftscope.tokenization.encoder_state import EncoderState
+from ttftscope.tokenization.incremental import EncoderStats, IncrementalEncoder
 
 # how often a worker checks that the gateway still runs
 _WATCH_S = 0.5
+# pools that died one after another, no job done between, before the gateway stops using
+# worker processes (a tokenizer that cannot load, a memory limit every worker hits)
+_GIVE_UP_AFTER = 3
+log = logging.getLogger("ttftscope.gateway")
 
 
 @dataclass(frozen=True)
@@ -75,7 +83,8 @@ class ColdResult:
 
 
 class ColdPoolBroken(Exception):
-    """A worker process died (killed, out of memory) with this job; the next job starts anew."""
+    """The job cannot be done by a worker: one died (killed, out of memory), which fails
+    every job its pool held, or the pool was stopped or given up on. Encode on a thread."""
 
 
 class ColdPool:
@@ -87,30 +96,42 @@ class ColdPool:
         self.started = 0  # pools started (a broken one is replaced)
         self.submitted = 0  # jobs given to workers
         self.completed = 0  # jobs they sent a result back for
-        self.ready = 0  # workers started by :meth:`start` that have loaded the tokenizers
+        self.given_up = False  # pools kept dying: jobs are refused (the threads encode)
+        self._tokenizers: dict[str, tokenizers.Tokenizer] = {}  # key -> tokenizer
         self._files: dict[str, str] = {}  # key -> its tokenizer.json
         self._executor: ProcessPoolExecutor | None = None
         self._dead: ProcessPoolExecutor | None = None  # broken: a worker died
+        self._loaded: Any = None  # shared array: pids of the current pool's loaded workers
+        self._breaks = 0  # pools replaced since a job was last done
 
     def register(self, tok: tokenizers.Tokenizer) -> str:
-        """The key under which jobs name ``tok`` (register before :meth:`start`).
+        """The key under which jobs name ``tok`` (every tokenizer before the workers start).
 
         The workers load it from a copy of its ``tokenizer.json`` text, named by its hash
         under ``cache_dir()/tokenizers/workers``: exactly the gateway's tokenizer, whatever
         lies in the model folder by then. (Sent through the pipe that starts a worker, its
         5-10 MB kept the event loop writing until the new interpreter was up: ~0.5 s.)
         """
+        if self._executor is not None:
+            raise RuntimeError("register every tokenizer before the encode workers start")
         doc = tok.to_str().encode("utf-8", "surrogatepass")
         key = hashlib.sha256(doc).hexdigest()[:24]
-        if key not in self._files:
-            self._files[key] = str(_stored(doc, key))
-            self._stop()  # running workers were given the tokenizers known then
+        self._tokenizers[key] = tok
+        self._files[key] = str(_stored(doc, key))
         return key
 
     @property
     def registered(self) -> int:
         """How many tokenizers jobs may name."""
         return len(self._files)
+
+    @property
+    def pids(self) -> list[int]:
+        """The current pool's workers that have loaded their tokenizers (ready for jobs)."""
+        loaded, executor = self._loaded, self._executor
+        if loaded is None or executor is None or executor is self._dead:
+            return []
+        return [pid for pid in loaded[:] if pid]
 
     def start(self) -> None:
         """Start the workers now (each loads the tokenizers, ~1 s at low priority), so that
@@ -121,63 +142,90 @@ class ColdPool:
         1
         >>> pool.close()
         """
-        executor = self._running()
-        for _ in range(self.processes):  # one job each: the executor starts a worker per job
-            executor.submit(_ready).add_done_callback(lambda f: self._warmed(executor, f))
-
-    def _warmed(self, executor: ProcessPoolExecutor, done: Future[None]) -> None:
-        if executor is self._executor and not done.cancelled() and done.exception() is None:
-            self.ready += 1
+        self._running()
 
     def submit(self, key: str, base: EncoderState | None, text: str) -> Future[ColdResult]:
-        """Start encoding ``text`` in a worker, from ``base`` (the state of a fork) or from
-        nothing; the future raises :class:`ColdPoolBroken` if the worker dies."""
-        executor = self._running()
-        self.submitted += 1
-        try:
-            inner = executor.submit(_encode_job, key, base, text)
-        except BrokenProcessPool:  # broken since the last job: start anew, once
-            self._stop()
-            inner = self._running().submit(_encode_job, key, base, text)
+        """Start encoding ``text`` in a worker, from ``base`` (an encoder's state) or from
+        nothing; the future raises :class:`ColdPoolBroken` if no worker can do it."""
         outer: Future[ColdResult] = Future()
         # running from the start: a caller that stops waiting cannot cancel it, so whoever
         # counts it as work under way (WorkPool.await_admitted) does until the worker is done
         outer.set_running_or_notify_cancel()
+        try:
+            executor = self._running()
+            try:
+                inner = executor.submit(_encode_job, key, base, text)
+            except BrokenProcessPool:  # broken since the last job: start anew, once
+                self._dead = executor
+                executor = self._running()
+                inner = executor.submit(_encode_job, key, base, text)
+        except (BrokenProcessPool, RuntimeError) as exc:  # RuntimeError: shut down
+            outer.set_exception(ColdPoolBroken(f"no encode worker can take the job ({exc})"))
+            return outer
+        self.submitted += 1
         inner.add_done_callback(lambda done: self._settle(executor, done, outer))
         return outer
 
     def _settle(
         self, executor: ProcessPoolExecutor, done: Future[ColdResult], outer: Future[ColdResult]
     ) -> None:
-        exc = CancelledError() if done.cancelled() else done.exception()
+        """On the pool's own thread: ``outer`` gets the job's result, or the reason a worker
+        could not give it as :class:`ColdPoolBroken` (never a bare cancellation, which asyncio
+        would take for its own)."""
+        if done.cancelled():
+            outer.set_exception(ColdPoolBroken("the encode workers stopped with this job queued"))
+            return
+        exc = done.exception()
         if isinstance(exc, BrokenProcessPool):
-            self._dead = executor  # on the pool's own thread: replaced at the next job
-            exc = ColdPoolBroken(f"an encode worker process died ({exc})")
+            self._dead = executor  # replaced at the next job
+            exc = ColdPoolBroken(f"an encode worker process died, and its pool's jobs ({exc})")
         if exc is not None:
             outer.set_exception(exc)
-        else:
-            self.completed += 1
-            outer.set_result(done.result())
+            return
+        self.completed += 1
+        self._breaks = 0
+        outer.set_result(done.result())
 
     def _running(self) -> ProcessPoolExecutor:
         if self._executor is not None and self._executor is self._dead:
             self._stop()
+            self._breaks += 1
+            if self._breaks >= _GIVE_UP_AFTER and not self.given_up:
+                self.given_up = True
+                log.error(
+                    "encode worker processes died %d times in a row without a job done: "
+                    "long prompts are encoded on threads from now on (see the log above for "
+                    "why; restart the gateway, or set gateway.encode_processes = 0)",
+                    self._breaks,
+                )
+        if self.given_up:
+            raise RuntimeError("the encode workers were given up on")
         if self._executor is None:
-            self._executor = ProcessPoolExecutor(
-                self.processes,
-                # spawn: the gateway has threads (a fork could copy a held lock) and workers
-                # should not carry its memory
-                mp_context=multiprocessing.get_context("spawn"),
-                initializer=_start_worker,
-                initargs=(os.getpid(), self._files),
-            )
-            self.started += 1
+            self._executor = self._new_pool()
         return self._executor
+
+    def _new_pool(self) -> ProcessPoolExecutor:
+        for key, tok in self._tokenizers.items():  # a cache cleaner may have removed its file
+            if not Path(self._files[key]).exists():
+                _stored(tok.to_str().encode("utf-8", "surrogatepass"), key)
+        # spawn: the gateway has threads (a fork could copy a held lock) and workers should
+        # not carry its memory
+        context = multiprocessing.get_context("spawn")
+        self._loaded = context.Array("i", self.processes)
+        executor = ProcessPoolExecutor(
+            self.processes,
+            mp_context=context,
+            initializer=_start_worker,
+            initargs=(os.getpid(), self._files, self._loaded),
+        )
+        self.started += 1
+        for _ in range(self.processes):  # the executor starts a worker for each job
+            executor.submit(_ready)
+        return executor
 
     def _stop(self, *, wait: bool = False) -> None:
         executor, self._executor = self._executor, None
         if executor is not None:
-            self.ready = 0
             executor.shutdown(wait=wait, cancel_futures=True)
 
     def close(self, *, wait: bool = False) -> None:
@@ -190,11 +238,18 @@ def _stored(doc: bytes, key: str) -> Path:
     """``doc`` as a file named by its hash in the cache (written once, atomically: several
     gateways may start at once)."""
     path = cache_dir() / "tokenizers" / "workers" / f"{key}.json"
-    if not path.exists():
+    if path.exists():
+        return path
+    try:
         path.parent.mkdir(parents=True, exist_ok=True)
         part = path.with_name(f"{key}.{os.getpid()}.part")
         part.write_bytes(doc)
         part.replace(path)
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot write the encode workers' copy of a tokenizer to {path}: {exc}",
+            hint="set TTFTSCOPE_CACHE_DIR to a writable folder, or gateway.encode_processes = 0",
+        ) from None
     return path
 
 
@@ -202,14 +257,19 @@ def _stored(doc: bytes, key: str) -> Path:
 _LOADED: dict[str, tokenizers.Tokenizer] = {}
 
 
-def _start_worker(parent: int, files: dict[str, str]) -> None:
-    """Lower this process's priority, die with the gateway, load the tokenizers."""
+def _start_worker(parent: int, files: dict[str, str], loaded: Any) -> None:
+    """Lower this process's priority, die with the gateway, load the tokenizers, and say so
+    in ``loaded`` (a shared array of pids, one slot per worker)."""
     with contextlib.suppress(OSError):
         os.nice(WORKER_NICE)
     limit_arenas(2)  # as the gateway: see :mod:`~ttftscope.gateway.heap`
     threading.Thread(target=_watch, args=(parent,), daemon=True).start()
     for key, path in files.items():
         _LOADED[key] = tokenizers.Tokenizer.from_file(path)
+    with loaded.get_lock():
+        slots = loaded[:]
+        if 0 in slots:
+            loaded[slots.index(0)] = os.getpid()
 
 
 def _watch(parent: int) -> None:
@@ -221,7 +281,7 @@ def _watch(parent: int) -> None:
 
 
 def _ready() -> None:
-    """A job that only makes the executor start a worker."""
+    """A job that only makes the executor start a worker (readiness is in ``loaded``)."""
 
 
 def _encode_job(key: str, base: EncoderState | None, text: str) -> ColdResult:

@@ -25,6 +25,8 @@ from ttftscope.gateway.apierrors import ErrorFormat, error_response, stream_erro
 
 # the last words to a client that does not read: they may wait this long for it
 _GRACE_S = 5.0
+# the scope extension whose "close" closes the client's connection (the bounded protocol's)
+CLOSE_EXTENSION = "ttftscope.close"
 # the deadline the running exchange is under (one task per exchange)
 _CURRENT: ContextVar[Deadline | None] = ContextVar("ttftscope_deadline", default=None)
 
@@ -37,6 +39,21 @@ def expired() -> bool:
     """
     deadline = _CURRENT.get()  # set only inside an exchange's task
     return deadline is not None and asyncio.current_task() in deadline._late
+
+
+def close_connection(scope: Any) -> None:
+    """Close the client's connection through the server's :data:`CLOSE_EXTENSION` (an answer
+    begun that cannot be finished: the client sees it cut, never whole); a server without it
+    closes an answer left unfinished itself (uvicorn, logging an error).
+
+    >>> closed: list[bool] = []
+    >>> close_connection({"extensions": {CLOSE_EXTENSION: {"close": lambda: closed.append(1)}}})
+    >>> closed, close_connection({})
+    ([1], None)
+    """
+    close = scope.get("extensions", {}).get(CLOSE_EXTENSION, {}).get("close")
+    if close is not None:
+        close()
 
 
 def api_format(path: str) -> ErrorFormat:
@@ -84,6 +101,8 @@ class Deadline:
                 raise  # cancelled by someone else (the server stopping)
             task.uncancel()
             await self._expire(seen, api_format(scope.get("path", "")))
+            if seen.started and not seen.stream and not seen.done:
+                close_connection(scope)  # a whole answer passed on as it came: cut, not ended
         finally:
             _CURRENT.reset(token)
             self._open.pop(task, None)

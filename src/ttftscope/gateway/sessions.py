@@ -169,7 +169,7 @@ class SessionCache:
         try:
             if inline:
                 ids, ids_json = _encode(entry, prompt)
-            elif self._cold_key and len(data) - shared > COLD_BYTES:
+            elif self._cold_key and _worth_moving(len(data), shared):
                 ids, ids_json = await self._elsewhere(entry, prompt)
             else:
                 ids, ids_json = await self.pool.run_admitted(_encode, entry, prompt)
@@ -177,8 +177,9 @@ class SessionCache:
             self._drop(entry_id)
             raise
         stats = entry.encoder.stats
-        kept = entry.encoder.utf8  # the same bytes: keep one copy
-        entry.prompt = kept if len(kept) == len(data) else data
+        # the encoder's copy of the prompt's bytes (b"" when it could cache nothing: then
+        # no later prompt may count on sharing them)
+        entry.prompt = entry.encoder.utf8
         entry.busy = False
         self._account(entry_id, entry)
         # shadow results arrive with the encoder's next call: count what this call harvested
@@ -196,21 +197,27 @@ class SessionCache:
         )
 
     async def _elsewhere(self, entry: _Entry, prompt: str) -> tuple[list[int], bytes]:
-        """Encode in a worker process and adopt the state it reached on a worker thread
-        (turning 100K uint32 ids into the shared ints took the loop ~20 ms on a busy machine),
-        one place in the pool held throughout; a worker that died leaves this one request to
-        the threads, with a warning."""
+        """Encode in a worker process, then adopt the state it reached on a worker thread
+        (turning 100K uint32 ids into the shared ints took ~25 ms of GIL on a busy machine),
+        one place in the pool held for both; if no worker could do it, the same place
+        encodes it on a thread."""
         cold, key, enc = self.cold, self._cold_key, entry.encoder
         assert cold is not None
+        enc.collect()  # a difference found by now drops the state: it is never sent as a base
         base = enc.snapshot() if enc.utf8 else None
-        try:
-            return await self.pool.await_admitted(
-                lambda: self.pool.then(cold.submit(key, base, prompt), partial(_adopt, entry))
-            )
-        except ColdPoolBroken as exc:
-            self.stats.cold_failures += 1
-            log.warning("%s; this prompt is encoded on a thread, the next in a new worker", exc)
-            return await self.pool.run(_encode, entry, prompt)
+        adopt = partial(_adopt, entry, prompt, base is not None)
+        recover = partial(self._recover, entry, prompt)
+        return await self.pool.await_admitted(
+            lambda: self.pool.then(cold.submit(key, base, prompt), adopt, recover)
+        )
+
+    def _recover(self, entry: _Entry, prompt: str, exc: BaseException) -> tuple[list[int], bytes]:
+        """On a worker thread: a job no worker process could do is encoded here."""
+        if not isinstance(exc, ColdPoolBroken):
+            raise exc
+        self.stats.cold_failures += 1
+        log.warning("%s; this prompt is encoded on a thread", exc)
+        return _encode(entry, prompt)
 
     def _take(self, key: str, prompt: bytes) -> tuple[int, _Entry, int, bool]:
         """The entry to encode with (an idle extendable one, a fork of the best, or new), how
@@ -291,12 +298,29 @@ def _encode(entry: _Entry, prompt: str) -> tuple[list[int], bytes]:
     return ids, entry.json.update(ids, kept)
 
 
-def _adopt(entry: _Entry, done: ColdResult) -> tuple[list[int], bytes]:
+def _adopt(entry: _Entry, prompt: str, based: bool, done: ColdResult) -> tuple[list[int], bytes]:
     """The ids a worker process sent and their JSON, its state taken by ``entry``'s encoder
-    (busy: only this call uses it)."""
-    ids = entry.encoder.adopt(done.state, done.stats)
+    (busy: only this call uses it). If a shadow check of the state sent as its base found a
+    difference meanwhile, the worker started from wrong ids: ``prompt`` is encoded here in
+    full instead, as :meth:`~IncrementalEncoder.encode` would have after that check."""
+    enc = entry.encoder
+    enc.collect()
+    if based and not enc.utf8:  # dropped by a mismatch
+        return _encode(entry, prompt)
+    ids = enc.adopt(done.state, done.stats)
     entry.json = IdsJson(done.blocks)
     return ids, entry.json.json()
+
+
+def _worth_moving(size: int, shared: int) -> bool:
+    """Whether a prompt of ``size`` bytes, ``shared`` of them cached, goes to a worker
+    process: over :data:`COLD_BYTES` to encode, and more new than cached (a state moves both
+    ways whole, while a thread splices only the new part).
+
+    >>> _worth_moving(400_000, 0), _worth_moving(400_000, 50_000), _worth_moving(440_000, 400_000)
+    (True, True, False)
+    """
+    return size - shared > COLD_BYTES and shared * 2 < size
 
 
 def _hf(tok: Any) -> tokenizers.Tokenizer:

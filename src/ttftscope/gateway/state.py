@@ -102,7 +102,7 @@ class Gateway:
         self.cold = ColdPool(processes=procs) if procs else None
         if self.cold is not None:
             cold = self.cold
-            self.metrics.encode_processes.set_function(lambda: cold.ready)
+            self.metrics.encode_processes.set_function(lambda: len(cold.pids))
         self.metrics.encode_jobs.set_function(lambda: self.pool.pending)
         self._seen: dict[tuple[str, str], float] = {}
         self.request_log = RequestLog.from_settings(settings.request_log, settings.log_prompts)
@@ -141,7 +141,9 @@ class Gateway:
             await up.close()
         self.pool.close()
         if self.cold is not None:
-            self.cold.close(wait=True)  # its queues closed: no leaked semaphore at exit
+            # waits for the job in hand (its queues closed: no leaked semaphore at exit),
+            # off the loop: requests still finishing are not held up meanwhile
+            await asyncio.to_thread(self.cold.close, wait=True)
         if self.request_log is not None:
             self.request_log.close()
 

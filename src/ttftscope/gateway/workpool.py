@@ -27,7 +27,6 @@ runs more than once at a time.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import math
 import os
@@ -35,7 +34,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from typing import TypeVar
 
 from ttftscope.gateway.heap import trim
@@ -102,11 +101,13 @@ class WorkPool:
         the caller stops waiting: a place stands for work under way.
 
         >>> pool = WorkPool(workers=1, queue=0)
+        >>> elsewhere: Future[int] = Future(); elsewhere.set_result(2)
         >>> async def job() -> int:
         ...     pool.admit()
-        ...     return await pool.await_admitted(lambda: pool._executor.submit(sum, [1, 2]))
+        ...     return await pool.await_admitted(lambda: pool.then(elsewhere, lambda n: n + 1))
         >>> asyncio.run(job()), pool.pending
         (3, 0)
+        >>> pool.close()
         """
         loop = asyncio.get_running_loop()
         t0 = time.perf_counter()
@@ -123,28 +124,40 @@ class WorkPool:
         future.add_done_callback(done)
         return await asyncio.wrap_future(future)
 
-    def then(self, first: Future[T], fn: Callable[[T], U]) -> Future[U]:
+    def then(
+        self,
+        first: Future[T],
+        fn: Callable[[T], U],
+        recover: Callable[[BaseException], U] | None = None,
+    ) -> Future[U]:
         """``fn(result of first)`` on a worker thread once ``first`` (work done elsewhere, a
-        process) is done: one future for both, for :meth:`await_admitted`; ``first``'s
-        error, if any, is its error.
+        process) is done: one future for both, for :meth:`await_admitted`, so one place
+        covers both. If ``first`` failed, ``recover(its error)`` runs there instead (it may
+        raise it again); without ``recover`` the error is the future's.
 
         >>> pool = WorkPool(workers=1, queue=0)
         >>> first: Future[int] = Future()
         >>> both = pool.then(first, lambda n: n + 1)
         >>> first.set_result(1); both.result()
         2
+        >>> failed: Future[int] = Future()
+        >>> redone = pool.then(failed, lambda n: n + 1, recover=lambda exc: -1)
+        >>> failed.set_exception(ValueError("lost")); redone.result()
+        -1
+        >>> pool.close()
         """
         out: Future[U] = Future()
         out.set_running_or_notify_cancel()  # like ``first``: under way, not cancellable
 
         def go(done: Future[T]) -> None:
             try:
-                value = done.result()
-                self._executor.submit(_then_trim, fn, value).add_done_callback(
-                    lambda f: _settle(f, out)
-                )
-            except BaseException as exc:  # first's error, or the pool was shut down
-                out.set_exception(exc)
+                if done.cancelled() or done.exception() is None or recover is None:
+                    job = self._executor.submit(_then_trim, fn, done.result())
+                else:
+                    job = self._executor.submit(_then_trim, recover, done.exception())
+                job.add_done_callback(lambda f: _settle(f, out))
+            except BaseException as exc:  # first's error or cancellation, or shut down
+                out.set_exception(_not_cancelled(exc))
 
         first.add_done_callback(go)
         return out
@@ -208,11 +221,19 @@ def lower_priority(steps: int = WORKER_NICE) -> bool:
 def _settle(done: Future[T], out: Future[T]) -> None:
     """``out`` gets ``done``'s result or error."""
     if done.cancelled():
-        out.set_exception(concurrent.futures.CancelledError())
+        out.set_exception(_not_cancelled(CancelledError()))
     elif (exc := done.exception()) is not None:
         out.set_exception(exc)
     else:
         out.set_result(done.result())
+
+
+def _not_cancelled(exc: BaseException) -> BaseException:
+    """``exc``, but a cancellation as an error: asyncio would take a ``CancelledError`` that
+    reaches a task for the task's own and end it without an answer."""
+    if isinstance(exc, CancelledError):
+        return RuntimeError("the work pool was shut down with this job queued")
+    return exc
 
 
 def _then_trim(fn: Callable[..., T], *args: object) -> T:

@@ -30,8 +30,9 @@ from typing import Literal
 import tokenizers
 
 from ttftscope.tokenization.cuts import Cached, Splice, find_cut
+from ttftscope.tokenization.encoder_state import EncoderState, shared_ids
 from ttftscope.tokenization.fastpath import shared_ints
-from ttftscope.tokenization.offsets import BLOCK, Unsure, convert, encode_ids, plain
+from ttftscope.tokenization.offsets import Unsure, convert, encode_ids, plain
 from ttftscope.tokenization.shadow import Runner, ShadowChecks
 from ttftscope.tokenization.textscan import common_prefix_len
 from ttftscope.tokenization.window_engines import Engines, HasHF, engines_for
@@ -68,22 +69,6 @@ class EncoderStats:
     last_reused_tokens: int = 0
     last_reencoded_chars: int = 0
     path: EncodePath = ""
-
-
-@dataclass(frozen=True)
-class EncoderState:
-    """An encoder's state as bytes another process can send: the text (UTF-8), the ids and
-    the ``2*end+flag`` words (uint32 each); ``ends`` None: ``ids`` only, nothing to cache
-    (the text was served by a plain full encode). See :meth:`IncrementalEncoder.adopt`.
-
-    >>> enc = IncrementalEncoder(o200k_tok)
-    >>> _ = enc.encode("hello world"); enc.snapshot().text
-    b'hello world'
-    """
-
-    text: bytes
-    ids: bytes
-    ends: bytes | None
 
 
 class IncrementalEncoder:
@@ -277,7 +262,9 @@ class IncrementalEncoder:
             st.last_reused_tokens = took.last_reused_tokens
             st.last_reencoded_chars = took.last_reencoded_chars
         path: EncodePath = "full" if took is None or not took.path else took.path
-        ids = _ints(self._table, snap.ids)
+        if snap.ends is not None and len(snap.ends) != len(snap.ids):
+            raise ValueError("an encoder state whose ids and offsets differ in length")
+        ids = shared_ids(self._table, snap.ids)
         if snap.ends is None:  # served whole, nothing cached (as :meth:`encode` does then)
             self.reset()
             self._finish("full", t0)
@@ -308,6 +295,16 @@ class IncrementalEncoder:
         other._ends = array("I", self._ends)
         other._shadow = ShadowChecks(self._shadow.runner)
         return other
+
+    def collect(self) -> None:
+        """Account for the shadow checks that have finished, without waiting; one that found
+        a difference drops the cache (as at the start of every :meth:`encode`).
+
+        >>> enc = IncrementalEncoder(o200k_tok, shadow_every=1)
+        >>> _ = enc.encode("a"); enc.collect(); enc.stats.shadow_mismatches
+        0
+        """
+        self._harvest(wait=False)
 
     def flush(self) -> None:
         """Wait for pending shadow checks and account for them (tests, shutdown).
@@ -397,13 +394,3 @@ class IncrementalEncoder:
         self.stats.reused_tokens += cut.keep
         self.stats.reencoded_chars += cut.chars
         self.stats.last_reused_tokens, self.stats.last_reencoded_chars = cut.keep, cut.chars
-
-
-def _ints(table: list[int], raw: bytes) -> list[int]:
-    """uint32 ids as a list of the shared int objects, a block at a time (C-level maps)."""
-    words = array("I")
-    words.frombytes(raw)
-    out: list[int] = []
-    for a in range(0, len(words), BLOCK):
-        out += map(table.__getitem__, words[a : a + BLOCK])
-    return out
