@@ -180,7 +180,8 @@ async def _pass_on(
         raise
     if first != b"{":
         resp.close()
-        what = f"opens with {first!r}" if first else "holds only whitespace"
+        # no first byte: only whitespace as far as the cap let it be read
+        what = f"opens with {first!r}" if first else "opens with nothing but whitespace"
         return error_response(
             fmt,
             502,
