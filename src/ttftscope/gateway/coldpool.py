@@ -28,7 +28,7 @@ pool.
 >>> pool = ColdPool(processes=1)
 >>> key = pool.register(o200k_tok.hf)
 >>> done = pool.submit(key, None, "hello world").result()
->>> done.state.text, done.stats.path, done.ids_json
+>>> done.state.text, done.stats.path, IdsJson(done.blocks).json()
 (b'hello world', 'full', b'[24912,2375]')
 >>> pool.close()
 """
@@ -76,11 +76,6 @@ class ColdResult:
     stats: EncoderStats
     blocks: list[bytes]
 
-    @property
-    def ids_json(self) -> bytes:
-        """The ids as one JSON array."""
-        return IdsJson(self.blocks).json()
-
 
 class ColdPoolBroken(Exception):
     """The job cannot be done by a worker: one died (killed, out of memory), which fails
@@ -114,6 +109,9 @@ class ColdPool:
         """
         if self._executor is not None:
             raise RuntimeError("register every tokenizer before the encode workers start")
+        for key, known in self._tokenizers.items():  # upstreams serving one model share it
+            if known is tok:
+                return key
         doc = tok.to_str().encode("utf-8", "surrogatepass")
         key = hashlib.sha256(doc).hexdigest()[:24]
         self._tokenizers[key] = tok

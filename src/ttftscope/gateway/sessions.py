@@ -42,13 +42,12 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-import tokenizers
-
 from ttftscope.gateway.coldpool import ColdPool, ColdPoolBroken, ColdResult
 from ttftscope.gateway.idsbody import IdsJson
 from ttftscope.gateway.workpool import WorkPool
 from ttftscope.tokenization.incremental import STEP_CHARS, EncodePath, IncrementalEncoder
 from ttftscope.tokenization.textscan import common_prefix_len
+from ttftscope.tokenization.window_engines import hf_of
 
 log = logging.getLogger("ttftscope.gateway")
 
@@ -126,7 +125,7 @@ class SessionCache:
         self.cold = cold
         # long encodes go to worker processes when the encoder's state can move there
         portable = cold is not None and IncrementalEncoder(tok).portable
-        self._cold_key = cold.register(_hf(tok)) if cold is not None and portable else ""
+        self._cold_key = cold.register(hf_of(tok)) if cold is not None and portable else ""
         self.max_bytes = max_bytes
         self.shadow_every = shadow_every or None
         self.stats = CacheStats()
@@ -321,11 +320,6 @@ def _worth_moving(size: int, shared: int) -> bool:
     (True, True, False)
     """
     return size - shared > COLD_BYTES and shared * 2 < size
-
-
-def _hf(tok: Any) -> tokenizers.Tokenizer:
-    """The HF tokenizer of a loaded one (or ``tok`` itself)."""
-    return tok if isinstance(tok, tokenizers.Tokenizer) else tok.hf
 
 
 def _may_share_more(old: bytes, new: bytes, shared: int) -> bool:

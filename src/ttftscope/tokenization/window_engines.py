@@ -131,11 +131,20 @@ def engines_for(tok: HasHF | tokenizers.Tokenizer) -> Engines:
         found = None
     if found is not None and found.current() and found.added_state == added_state(found.main):
         return found
-    main: tokenizers.Tokenizer = tok if isinstance(tok, tokenizers.Tokenizer) else tok.hf
+    main = hf_of(tok)
     built = _build(main)
     with contextlib.suppress(TypeError):  # not weak-referenceable: rebuilt per encoder
         _CACHE[tok] = built
     return built
+
+
+def hf_of(tok: HasHF | tokenizers.Tokenizer) -> tokenizers.Tokenizer:
+    """The ``tokenizers.Tokenizer`` of a loaded tokenizer (or ``tok`` itself).
+
+    >>> hf_of(o200k_tok) is o200k_tok.hf is hf_of(o200k_tok.hf)
+    True
+    """
+    return tok if isinstance(tok, tokenizers.Tokenizer) else tok.hf
 
 
 def _build(main: tokenizers.Tokenizer) -> Engines:
