@@ -226,6 +226,13 @@ MB = 1 << 20
 CHUNKED = b"Transfer-Encoding: chunked\r\n\r\n"
 
 
+@contextlib.contextmanager
+def _behind(answer: Handler, **kw: object) -> Iterator[tuple[RawUpstream, GatewayServer]]:
+    """A gateway with ``kw`` in front of a raw upstream that answers with ``answer``."""
+    with RawUpstream(answer) as up, GatewayServer(_settings(up.base_url, **kw)) as gw:
+        yield up, gw
+
+
 def _json_answer(
     pieces: Pieces, *, status: bytes = b"200 OK", length: int | None = None, end: bool = True
 ) -> Handler:
@@ -277,8 +284,7 @@ def test_a_huge_answer_passed_through_streams_through_whole(
 ) -> None:
     length = len(OBJECT) if sized else None
     with (
-        RawUpstream(_json_answer(_pieces(OBJECT), length=length)) as up,
-        GatewayServer(_settings(up.base_url, max_answer_mb=1)) as gw,
+        _behind(_json_answer(_pieces(OBJECT), length=length), max_answer_mb=1) as (_up, gw),
     ):
         tracemalloc.start()
         try:
@@ -301,8 +307,7 @@ def test_a_huge_answer_passed_through_streams_through_whole(
 
 def test_a_client_that_leaves_a_huge_answer_closes_its_upstream() -> None:
     with (
-        RawUpstream(_json_answer(_endless(b'{"pad": "'))) as up,
-        GatewayServer(_settings(up.base_url, max_answer_mb=1)) as gw,
+        _behind(_json_answer(_endless(b'{"pad": "')), max_answer_mb=1) as (up, gw),
     ):
         body = {"model": MODEL, "prompt": "hi"}
         url = gw.base_url + "/completions"
@@ -323,8 +328,7 @@ def test_a_huge_error_body_is_a_502_and_is_not_held(
 ) -> None:
     error_body = _json_answer(_endless(b'{"error": "'), status=b"500 Internal Server Error")
     with (
-        RawUpstream(error_body) as up,
-        GatewayServer(_settings(up.base_url, max_answer_mb=1)) as gw,
+        _behind(error_body, max_answer_mb=1) as (up, gw),
     ):
         answer = httpx.post(gw.base_url + path, json=body, timeout=BOUND_S)
         assert up.failed.wait(BOUND_S)  # the gateway stopped reading and closed
@@ -340,8 +344,7 @@ def test_a_huge_error_body_is_a_502_and_is_not_held(
 def test_a_huge_answer_that_is_not_a_json_object_is_a_502(sized: bool) -> None:
     array = _json_answer(_endless(b' \r\n\t["'), length=1 << 30 if sized else None)
     with (
-        RawUpstream(array) as up,
-        GatewayServer(_settings(up.base_url, max_answer_mb=1)) as gw,
+        _behind(array, max_answer_mb=1) as (up, gw),
     ):
         body = {"model": MODEL, "prompt": "hi"}
         answer = httpx.post(gw.base_url + "/completions", json=body, timeout=BOUND_S)
@@ -369,28 +372,34 @@ def test_a_huge_answer_to_translate_is_a_502(qwen2_dir: Path) -> None:
     assert "more than 1 MB (gateway.max_answer_mb)" in answer.json()["error"]["message"]
 
 
+def _cut_answer(gw: GatewayServer, caplog: pytest.LogCaptureFixture) -> None:
+    """A completion whose answer must arrive cut: a 200, then the connection closed before
+    its end (never a hang, never an answer that looks whole); uvicorn's log goes to
+    ``caplog`` meanwhile, for the tests to find no error of its own there."""
+    server_log = logging.getLogger("uvicorn.error")
+    server_log.addHandler(caplog.handler)  # once uvicorn has set its loggers up
+    try:
+        body = {"model": MODEL, "prompt": "hi"}
+        url = gw.base_url + "/completions"
+        with httpx.stream("POST", url, json=body, timeout=BOUND_S) as answer:
+            assert answer.status_code == 200
+            with pytest.raises(httpx.RemoteProtocolError):
+                answer.read()
+    finally:
+        server_log.removeHandler(caplog.handler)
+
+
 @pytest.mark.parametrize("sized", [True, False])
 def test_an_answer_that_breaks_off_once_streamed_through_closes_the_client_connection(
     sized: bool, caplog: pytest.LogCaptureFixture
 ) -> None:
     part = _pieces(OBJECT[: 3 * MB])  # past the 1 MB cap, then the upstream closes
     broken = _json_answer(part, length=len(OBJECT) if sized else None, end=False)
-    server_log = logging.getLogger("uvicorn.error")
     with (
-        RawUpstream(broken) as up,
-        GatewayServer(_settings(up.base_url, max_answer_mb=1)) as gw,
+        _behind(broken, max_answer_mb=1) as (_up, gw),
         caplog.at_level(logging.WARNING, logger="ttftscope.gateway"),
     ):
-        server_log.addHandler(caplog.handler)  # once uvicorn has set its loggers up
-        try:
-            body = {"model": MODEL, "prompt": "hi"}
-            url = gw.base_url + "/completions"
-            with httpx.stream("POST", url, json=body, timeout=BOUND_S) as answer:
-                assert answer.status_code == 200
-                with pytest.raises(httpx.RemoteProtocolError):  # not a hang, not a whole answer
-                    answer.read()
-        finally:
-            server_log.removeHandler(caplog.handler)
+        _cut_answer(gw, caplog)
         # counted as a stream that breaks off is: with the status it was sent with
         total = "ttftscope_gateway_requests_total"
         assert gateway_metric(gw.port, total, status="200") == 1
@@ -409,8 +418,7 @@ def _sized_huge(srv: RawUpstream, conn: socket.socket) -> None:
 
 def test_an_error_declared_too_large_is_refused_before_it_is_read() -> None:
     with (
-        RawUpstream(_sized_huge) as up,
-        GatewayServer(_settings(up.base_url, max_answer_mb=1)) as gw,
+        _behind(_sized_huge, max_answer_mb=1) as (up, gw),
     ):
         body = {"model": MODEL, "prompt": "hi"}
         answer = httpx.post(gw.base_url + "/completions", json=body, timeout=BOUND_S)
@@ -443,8 +451,7 @@ def test_the_total_deadline_ends_a_stream_with_an_error_event(
     path: str, body: dict[str, Any], fmt: str
 ) -> None:
     with (
-        RawUpstream(_stalled_stream) as up,
-        GatewayServer(_settings(up.base_url, request_timeout_s=2.0)) as gw,
+        _behind(_stalled_stream, request_timeout_s=2.0) as (up, gw),
     ):
         with httpx.stream("POST", gw.base_url + path, json=body, timeout=BOUND_S) as answer:
             assert answer.status_code == 200
@@ -466,8 +473,7 @@ def _silent(srv: RawUpstream, conn: socket.socket) -> None:
 
 def test_the_total_deadline_before_any_answer_is_a_504() -> None:
     with (
-        RawUpstream(_silent) as up,
-        GatewayServer(_settings(up.base_url, request_timeout_s=2.0)) as gw,
+        _behind(_silent, request_timeout_s=2.0) as (up, gw),
     ):
         body = {"model": MODEL, "max_tokens": 3, "messages": []}
         answer = httpx.post(gw.base_url + "/messages", json=body, timeout=BOUND_S)
@@ -494,20 +500,7 @@ def _stalled_whole(srv: RawUpstream, conn: socket.socket) -> None:
 def test_the_total_deadline_cuts_a_whole_answer_passed_on_as_it_came(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    server_log = logging.getLogger("uvicorn.error")
-    with (
-        RawUpstream(_stalled_whole) as up,
-        GatewayServer(_settings(up.base_url, max_answer_mb=1, request_timeout_s=2.0)) as gw,
-    ):
-        server_log.addHandler(caplog.handler)  # once uvicorn has set its loggers up
-        try:
-            body = {"model": MODEL, "prompt": "hi"}
-            url = gw.base_url + "/completions"
-            with httpx.stream("POST", url, json=body, timeout=BOUND_S) as answer:
-                assert answer.status_code == 200
-                with pytest.raises(httpx.RemoteProtocolError):  # cut, never a whole answer
-                    answer.read()
-            assert up.closed_by_peer.wait(BOUND_S)  # the upstream's work is aborted too
-        finally:
-            server_log.removeHandler(caplog.handler)
+    with _behind(_stalled_whole, max_answer_mb=1, request_timeout_s=2.0) as (up, gw):
+        _cut_answer(gw, caplog)
+        assert up.closed_by_peer.wait(BOUND_S)  # the upstream's work is aborted too
     assert "ASGI" not in caplog.text  # the gateway closed it, not the server's error path
