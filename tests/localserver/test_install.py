@@ -21,7 +21,7 @@ def test_run_logged_failure_raises_with_the_log_tail(tmp_path: Path) -> None:
     )
     lines: list[str] = []
     with pytest.raises(LocalServerError) as info:
-        install._run_logged(
+        install.run_logged(
             [sys.executable, "-c", script],
             log,
             "installing torch (step 1/3)",
@@ -41,7 +41,7 @@ def test_run_logged_success_appends_command_and_output(tmp_path: Path) -> None:
     log = tmp_path / "install.log"
     log.write_text("install started\n", encoding="utf-8")
     lines: list[str] = []
-    install._run_logged([sys.executable, "-c", "print('ok')"], log, "checking", "h", lines.append)
+    install.run_logged([sys.executable, "-c", "print('ok')"], log, "checking", "h", lines.append)
     assert log.read_text(encoding="utf-8") == (
         f"install started\n\n$ {sys.executable} -c print('ok')\nok\n"
     )

