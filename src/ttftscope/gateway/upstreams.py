@@ -45,6 +45,7 @@ from ttftscope.config.schema import UpstreamSettings
 from ttftscope.gateway.coldpool import ColdPool
 from ttftscope.gateway.hop import MAX_ANSWER, Answer, HopError, HopTimeouts, UpstreamPool
 from ttftscope.gateway.jsoncodec import dumps
+from ttftscope.gateway.profiles import BASELINE, Profile
 from ttftscope.gateway.sessions import SessionCache
 from ttftscope.gateway.workpool import WorkPool
 from ttftscope.tokenization.chat import ChatRenderer
@@ -76,6 +77,7 @@ class Upstream:
     model_type: str | None = None  # config.json's model_type (gpt_oss: Harmony rendering)
     adds_special_tokens: bool = False  # the tokenizer's post-processor adds tokens (a BOS)
     version: str | None = None  # what GET /version said (None: no answer)
+    profile: Profile = BASELINE  # how this version renders (the conversions read it)
     tok: Tokenizer | None = None
     token_chars: int = 0  # the most characters one token of ``tok`` covers
     renderer: ChatRenderer | None = None

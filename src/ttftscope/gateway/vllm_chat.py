@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ttftscope.gateway.passthrough import ChatPassReason, PassReason, PassThrough, converted
+from ttftscope.gateway.profiles import BASELINE, Profile
 from ttftscope.gateway.template_info import TemplateInfo, template_info
 from ttftscope.gateway.vllm_chat_messages import chat_message, developer_to_system
 
@@ -50,8 +51,11 @@ class ChatInputs:
     template_kwargs: dict[str, Any]
 
 
-def prepare_chat(body: Mapping[str, Any], template_source: str) -> ChatInputs:
-    """The template inputs vLLM 0.32's chat endpoint derives from ``body``; or PassThrough.
+def prepare_chat(
+    body: Mapping[str, Any], template_source: str, profile: Profile = BASELINE
+) -> ChatInputs:
+    """The template inputs vLLM's chat endpoint derives from ``body`` on a server of
+    ``profile`` (0.32's unless told); or PassThrough.
 
     The body is not changed; the result may share leaf values (strings, schemas) with it.
 

@@ -50,6 +50,7 @@ import jinja2.ext
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from ttftscope.gateway.passthrough import PassThrough
+from ttftscope.gateway.profiles import BASELINE, Profile
 
 _BILLING = "x-anthropic-billing-header"
 _BLOCK_TYPES = frozenset(
@@ -65,6 +66,7 @@ def messages_to_chat(
     *,
     merge_inline_system: bool = False,
     disabled_effort: str = "none",
+    profile: Profile = BASELINE,
 ) -> dict[str, Any]:
     """The chat body vLLM 0.32 builds from Anthropic ``body`` (only what reaches the render).
 

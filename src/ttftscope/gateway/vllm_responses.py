@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from ttftscope.gateway.passthrough import PassReason, PassThrough
+from ttftscope.gateway.profiles import BASELINE, Profile
 from ttftscope.gateway.vllm_chat import ChatInputs, prepare_chat
 from ttftscope.gateway.vllm_responses_items import one_of, responses_messages
 
@@ -42,7 +43,7 @@ _TOOL_KEYS: Final[dict[str, type]] = {
 }
 
 
-def responses_to_chat(body: Mapping[str, Any]) -> dict[str, Any]:
+def responses_to_chat(body: Mapping[str, Any], profile: Profile = BASELINE) -> dict[str, Any]:
     """The chat body whose rendering is the prompt vLLM 0.32's ``/v1/responses`` renders.
 
     Only what reaches the template is kept. Tool-call functions come out of
@@ -77,7 +78,9 @@ def responses_to_chat(body: Mapping[str, Any]) -> dict[str, Any]:
     return chat
 
 
-def prepare_responses(body: Mapping[str, Any], template_source: str) -> ChatInputs:
+def prepare_responses(
+    body: Mapping[str, Any], template_source: str, profile: Profile = BASELINE
+) -> ChatInputs:
     """The template inputs vLLM 0.32's ``/v1/responses`` renders for ``body``; or PassThrough.
 
     >>> src = "{{ messages[0].tool_calls[0].function | tojson }}"
@@ -86,16 +89,18 @@ def prepare_responses(body: Mapping[str, Any], template_source: str) -> ChatInpu
     >>> i.messages[0]["tool_calls"]
     [{'id': 'c', 'function': {'name': 'f', 'arguments': {'a': 1}}, 'type': 'function'}]
     """
-    return responses_inputs(responses_to_chat(body), template_source)
+    return responses_inputs(responses_to_chat(body, profile), template_source, profile)
 
 
-def responses_inputs(chat: Mapping[str, Any], template_source: str) -> ChatInputs:
+def responses_inputs(
+    chat: Mapping[str, Any], template_source: str, profile: Profile = BASELINE
+) -> ChatInputs:
     """:func:`prepare_responses` from a body :func:`responses_to_chat` already converted.
 
     >>> responses_inputs({"messages": [{"role": "user", "content": "hi"}]}, "x").messages
     [{'role': 'user', 'content': 'hi'}]
     """
-    inputs = prepare_chat(chat, template_source)
+    inputs = prepare_chat(chat, template_source, profile)
     return ChatInputs(
         [_vllm_order(m) for m in inputs.messages], inputs.tools, inputs.template_kwargs
     )
