@@ -35,7 +35,8 @@ class Rule:
 
     name: str
     since: tuple[int, int]  # the release that introduced it (major, minor)
-    what: str
+    what: str  # what vLLM does differently from that release on
+    gateway: str  # what the gateway does about it
     optional: bool = False  # depends on what the gateway cannot see; the check decides
 
 
@@ -44,37 +45,56 @@ RULES: tuple[Rule, ...] = (
         "namespace_content_format",
         (0, 33),
         "content-format detection follows Jinja namespace aliases of `messages`",
+        "such templates' content format is uncertain to the gateway: text on every release",
+    ),
+    Rule(
+        "reasoning_effort_map",
+        (0, 33),
+        "--reasoning-effort-map rewrites reasoning_effort before the template sees it",
+        "a server flag the gateway cannot see: the start-up check catches it (effort class)",
+    ),
+    Rule(
+        "truncate_one_fewer",
+        (0, 33),
+        "truncation keeps one token fewer when no max tokens are given",
+        "truncate_prompt_tokens goes as text on every release",
     ),
     Rule(
         "messages_render_disabled_effort",
         (0, 33),
         "/v1/messages/render applies the disabled-thinking effort like /v1/messages",
+        "the start-up check compares messages through chat where the route differs",
     ),
     Rule(
         "assistant_thinking_key",
         (0, 34),
         "assistant messages with reasoning also carry `thinking` (transformers 5.21+)",
+        "reproduced; the start-up check decides (the server's transformers is not seen)",
         optional=True,
     ),
     Rule(
         "tool_reference_one_message",
         (0, 34),
         "an Anthropic tool_result holding tool_reference blocks is one tool message",
+        "reproduced (before: a text tool message, then one of the references)",
     ),
     Rule(
         "thinking_between_tools",
         (0, 34),
         'Anthropic thinking {"type": "between_tools"} is accepted as disabled',
+        "reproduced (before: vLLM's 400, the request goes as text to get it)",
     ),
     Rule(
         "tools_empty_is_none",
         (0, 34),
         "chat `tools: []` means no tools (0.32/0.33 answer 400)",
+        "reproduced (before: vLLM's 400, the request goes as text to get it)",
     ),
     Rule(
         "responses_input_normalized",
         (0, 34),
-        "Responses assistant items without `type` and empty assistant content accepted",
+        "Responses assistant items without `type`, empty assistant content accepted",
+        "such items go as text on every release (Codex's typed items are unchanged)",
     ),
 )
 _BY_NAME = {r.name: r for r in RULES}
