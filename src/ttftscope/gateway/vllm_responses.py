@@ -184,8 +184,30 @@ def _namespace_tools(tool: dict[str, Any]) -> list[dict[str, Any]]:
     return [_tool({**t, "name": f"{name}__{t['name']}"}) for t in inner]
 
 
+def _custom_tool(tool: dict[str, Any]) -> dict[str, Any]:
+    """A freeform (``custom``) tool as the one-string function vLLM shows the model
+    (``tool_parsers/utils.py::custom_tool_as_function_dict``); a grammar is vLLM's 400."""
+    if extra := sorted(tool.keys() - {"type", "name", "description", "format"}):
+        raise PassThrough("unsupported_item", f"custom tool keys {extra}")
+    fmt = tool.get("format")
+    if not (fmt is None or fmt == {"type": "text"}):
+        raise PassThrough("invalid_request", "a custom tool with a grammar format")
+    shim = {
+        "type": "object",
+        "properties": {
+            "input": {"type": "string", "description": "The freeform text payload for this tool."}
+        },
+        "required": ["input"],
+        "additionalProperties": False,
+    }
+    fn = {"type": "function", "name": tool.get("name"), "description": tool.get("description")}
+    return _tool({**fn, "parameters": shim})
+
+
 def _tool(tool: Any) -> dict[str, Any]:
     kind = tool.get("type") if isinstance(tool, dict) else None
+    if kind == "custom":
+        return _custom_tool(tool)
     if kind != "function":  # custom, namespace and built-in tools are rendered otherwise
         raise PassThrough("unsupported_item", f"tool of type {kind!r}")
     if extra := sorted(tool.keys() - _TOOL_KEYS.keys() - {"type"}):
