@@ -32,7 +32,8 @@ from ttftscope.localserver.render import (
     wait_render_ready,
 )
 
-REPORT_PATH = Path(os.environ.get("TTFTSCOPE_ORACLE_REPORT", cache_dir() / "oracle-report.json"))
+HOME = cache_dir() / "oracle"  # the servers' logs (kept until the next run) and the report
+REPORT_PATH = Path(os.environ.get("TTFTSCOPE_ORACLE_REPORT", HOME / "report.json"))
 
 
 def _tell(config: pytest.Config, line: str) -> None:
@@ -57,10 +58,10 @@ def missing(version: str) -> str | None:
 
 @pytest.fixture(scope="session")
 def render_servers(
-    pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory
+    pytestconfig: pytest.Config,
 ) -> Iterator[dict[str, RenderServer | str]]:
     """Each version's running render server, or why it is not running (then its tests skip)."""
-    logs = tmp_path_factory.mktemp("render-servers")
+    logs = HOME / "logs"
     out: dict[str, RenderServer | str] = {}
     for version in RENDER_VERSIONS:
         why = missing(version)

@@ -61,6 +61,11 @@ def new_shapes() -> list[tuple[str, Body]]:
         ("tool_choice_unknown_name", {**_named(), "tools": TOOLS[2:3]}),
         ("tools_not_list", {"messages": [USER], "tools": "x"}),
     ]
+    long = [_u("one two three four five six seven eight nine ten " * 3)]
+    for cap in (None, 64):  # 0.33 keeps one token fewer when no max tokens are given
+        extra = {} if cap is None else {"max_tokens": cap}
+        body = {"messages": long, "truncate_prompt_tokens": 12, **extra}
+        out.append((f"truncated_max_tokens_{cap}", body))
     return out
 
 

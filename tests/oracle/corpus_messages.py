@@ -61,7 +61,7 @@ def _turn(*blocks: Body, result: Any = "ok") -> list[Body]:
 
 
 def _base(**extra: Any) -> Body:
-    return {"max_tokens": 1024, "messages": [{"role": "user", "content": "hi"}], **extra}
+    return {"max_tokens": 4096, "messages": [{"role": "user", "content": "hi"}], **extra}
 
 
 def thinking_shapes() -> list[tuple[str, Body]]:
@@ -78,6 +78,8 @@ def thinking_shapes() -> list[tuple[str, Body]]:
     for effort in EFFORTS[1:]:
         out.append((f"effort_{effort}", _base(output_config={"effort": effort})))
     out.append(("effort_unknown", _base(output_config={"effort": "huge"})))
+    over = {"type": "enabled", "budget_tokens": 4096}  # vLLM: must be below max_tokens
+    out.append(("thinking_budget_not_below_max_tokens", _base(thinking=over)))
     return out
 
 
