@@ -22,6 +22,7 @@ from ttftscope.config.schema import DEFAULT_TRACE_RECEIVER_PORT
 from ttftscope.localserver import process
 from ttftscope.localserver.install import ensure_vllm_venv, venv_python
 from ttftscope.localserver.model import model_dir
+from ttftscope.localserver.render import TOOL_ARGS
 from ttftscope.localserver.state import HOST, LocalServer
 from ttftscope.localserver.traces import trace_args
 
@@ -29,12 +30,8 @@ from ttftscope.localserver.traces import trace_args
 # given) needs a tool parser; the tiny model's template writes Hermes-style <tool_call> tags.
 # ... and its per-request spans exported to the trace receiver's default port (tests that read
 # them run the receiver there: tests/e2e/test_traces.py), as `local-server start` does.
-SERVER_ARGS = (
-    "--enable-auto-tool-choice",
-    "--tool-call-parser",
-    "hermes",
-    *trace_args(DEFAULT_TRACE_RECEIVER_PORT),
-)
+# (the oracle tier's render servers get the same TOOL_ARGS)
+SERVER_ARGS = (*TOOL_ARGS, *trace_args(DEFAULT_TRACE_RECEIVER_PORT))
 # A second, deliberately unhealthy server: fewer sequences than bench sessions (requests
 # wait) and no prefix cache. Started only by the tests that ask for it.
 CONSTRAINED_ARGS = ("--max-num-seqs", "2", "--no-enable-prefix-caching")
