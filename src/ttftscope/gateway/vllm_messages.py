@@ -296,6 +296,11 @@ def _effort(body: Mapping[str, Any], disabled_effort: str, profile: Profile) -> 
     if thinking is not None and kind not in ("enabled", "adaptive"):
         # vLLM's request model rejects it (between_tools before 0.34): its 400, not ours
         raise PassThrough("invalid_request", f"thinking type {kind!r}")
+    budget = thinking.get("budget_tokens") if isinstance(thinking, dict) else None
+    most = body.get("max_tokens")
+    if isinstance(budget, int) and isinstance(most, int) and budget >= most:
+        # validate_thinking_budget's 400, which vLLM skips when ids are forwarded
+        raise PassThrough("invalid_request", "thinking.budget_tokens must be below max_tokens")
     return effort
 
 
