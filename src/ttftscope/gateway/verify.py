@@ -141,14 +141,13 @@ class Verifier:
 
 def template_kwargs(up: Upstream, body: Mapping[str, Any]) -> dict[str, Any]:
     """The template variables the gateway renders ``body`` with on ``up`` (vLLM's chat
-    rewrites of its fields, reasoning effort included); the body's own
+    rewrites of its fields for ``up``'s version, reasoning effort included); the body's own
     ``chat_template_kwargs`` where they cannot be derived."""
     messages = body.get("messages")
     if up.renderer is not None and isinstance(messages, list) and messages:
         try:  # the variables do not depend on the messages: convert only the first
-            return prepare_chat(
-                {**body, "messages": messages[:1]}, up.renderer.source
-            ).template_kwargs
+            first = {**body, "messages": messages[:1]}
+            return prepare_chat(first, up.renderer.source, up.profile).template_kwargs
         except PassThrough:
             pass
     own = body.get("chat_template_kwargs")
