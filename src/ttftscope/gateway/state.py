@@ -11,6 +11,7 @@ happened. Endpoints (``endpoints/``) build on it; the app (``app``) wires them u
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import gc
 import hmac
 import logging
@@ -34,7 +35,7 @@ from ttftscope.gateway.inputpolicy import (
     stream_of,
     token_ids_problem,
 )
-from ttftscope.gateway.jsoncodec import JsonRejected, loads
+from ttftscope.gateway.jsoncodec import JsonRejected, loads_as_vllm
 from ttftscope.gateway.metrics import GatewayMetrics
 from ttftscope.gateway.requestlog import RequestLog
 from ttftscope.gateway.sessions import Encoded
@@ -172,10 +173,12 @@ class Gateway:
         """Check the key, read the body, refuse fields vLLM would refuse, route by its model,
         log it: what every POST does."""
         self.check_key(scope["headers"])
-        raw, body = await self.body(scope, receive)
+        raw, body, exact = await self.body(scope, receive)
         check_stream(scope["path"], body)  # vLLM validates before it looks at the model
         self.check_messages(body)
         up = await self.route(body["model"])
+        if not exact:
+            up = self.as_text(up)
         check_ids(scope["path"], body, up)
         if self.request_log is not None:
             self.request_log.write(body, model=body["model"], upstream=up.name)
@@ -183,7 +186,16 @@ class Gateway:
             hop.stage("parse", hop.start_ns)
         return raw, body, up
 
-    async def body(self, scope: Scope, receive: Receive) -> tuple[bytes, dict[str, Any]]:
+    def as_text(self, up: Upstream) -> Upstream:
+        """``up`` for one request whose body the gateway cannot write back exactly (only
+        vLLM's own parser reads it: a lone surrogate escape, NaN): without an ids API, so
+        every endpoint sends its bytes as they came and vLLM answers them its own way."""
+        if up.api is not None:
+            self.passthrough(up, "lenient_json")
+        return dataclasses.replace(up, api=None, plain_via_completions=False)
+
+    async def body(self, scope: Scope, receive: Receive) -> tuple[bytes, dict[str, Any], bool]:
+        """The raw body, parsed, and whether the gateway can write it back exactly."""
         declared = header(scope["headers"], "content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_body:
             raise BadRequest(413, self._too_large())
@@ -192,14 +204,14 @@ class Gateway:
         except BodyTooLarge:
             raise BadRequest(413, self._too_large()) from None
         try:
-            body = loads(raw)
+            body, exact = loads_as_vllm(raw)
         except JsonRejected as exc:
             raise BadRequest(400, str(exc)) from None
         if not isinstance(body, dict):
             raise BadRequest(400, "the request body must be a JSON object")
         if not isinstance(body.get("model"), str):
             raise BadRequest(400, "the request needs a 'model' string naming a served model")
-        return raw, body
+        return raw, body, exact
 
     def check_messages(self, body: Mapping[str, Any]) -> None:
         """Refuse more messages (or Responses input items) than ``gateway.max_messages``:
