@@ -68,7 +68,7 @@ class _Local:
 def _channel(up: Upstream, api: NativeApi) -> str | None:
     """Why ``api``'s ids cannot reach ``up`` (None: they can)."""
     if up.api is None:
-        return f"no ids channel {up.api_reason.strip() or '(text)'}"
+        return f"no ids channel: {up.api_reason.strip() or '(text)'}"
     if api != "chat" and up.api != "chat-ids":
         return f"{api} takes ids only where chat-ids is proven (here: {up.api})"
     return None
@@ -97,7 +97,7 @@ def _judge(local: _Local, theirs: Theirs, channel: str | None) -> Verdict:
         ok, why = _compare(local.ids, theirs.ids)
         why = f"{theirs.oracle}: {why}"
     if ok and channel is not None:
-        return Verdict(False, f"{why}; but {channel}", theirs.oracle)
+        return Verdict(False, why, theirs.oracle, blocked=channel)
     return Verdict(ok, why, theirs.oracle)
 
 
@@ -192,11 +192,13 @@ def summary_line(c: UpstreamCheck) -> str:
     if c.reason:
         return f"{head}; all text ({c.reason})"
     v = c.table.verdicts
-    per = ", ".join(
-        f"{api} {sum(v[(api, s)].ids for s in SHAPES[api])}/{len(SHAPES[api])}" for api in SHAPES
+    per = ", ".join(f"{api} {c.table.ids_of(api)}/{len(SHAPES[api])}" for api in SHAPES)
+    text = sorted(
+        f"{a}.{s}" for (a, s), x in v.items() if not (x.ids or x.blocked or x.oracle == "local")
     )
-    text = sorted(f"{a}.{s}" for (a, s), x in v.items() if not x.ids and x.oracle != "local")
     tail = f"; text (unproven): {', '.join(text)}" if text else ""
+    blocked = sorted({x.blocked for x in v.values() if x.blocked})
+    tail += "".join(f"; text ({b})" for b in blocked)
     return f"{head}; ids {c.table.ids_count()} of {len(v)} shape classes ({per}){tail}"
 
 

@@ -60,8 +60,12 @@ class Verdict:
     """Whether one (API, shape class) goes as ids on an upstream, and why."""
 
     ids: bool
-    why: str
+    why: str  # what the check found (the proof, or why there is none)
     oracle: Oracle
+    blocked: str = ""  # why a proven class still goes as text (the upstream takes no ids there)
+
+
+_UNCHECKED = Verdict(False, "not checked", "none")
 
 
 class ShapeTable:
@@ -90,6 +94,14 @@ class ShapeTable:
     def ids_count(self) -> int:
         """How many (API, class) pairs go as ids."""
         return sum(v.ids for v in self.verdicts.values())
+
+    def get(self, api: NativeApi, shape: str) -> Verdict:
+        """The verdict of one (API, class); a class the check did not reach goes as text."""
+        return self.verdicts.get((api, shape), _UNCHECKED)
+
+    def ids_of(self, api: NativeApi) -> int:
+        """How many of ``api``'s classes go as ids."""
+        return sum(self.get(api, s).ids for s in SHAPES[api])
 
 
 def shape_classes(api: NativeApi, body: Mapping[str, Any]) -> set[str]:
