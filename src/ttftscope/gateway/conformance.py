@@ -28,6 +28,7 @@ import logging
 import time
 from dataclasses import dataclass
 
+from ttftscope.gateway import oracle
 from ttftscope.gateway.converts import local_prompt
 from ttftscope.gateway.corpus import corpus_body
 from ttftscope.gateway.metrics import GatewayMetrics
@@ -121,7 +122,7 @@ async def check_upstream(up: Upstream, *, budget_s: float = CHECK_BUDGET_S) -> U
     if reason:
         up.shapes = _text_table(reason)
         return _result(up, reason)
-    routes = Routes(deadline=time.monotonic() + budget_s)
+    routes = Routes(timeout_s=oracle.CHECK_TIMEOUT_S, deadline=time.monotonic() + budget_s)
     order: tuple[Oracle, ...] = ("probe",) if up.frontend else ("render", "tokenize", "probe")
     theirs: dict[Key, Theirs] = {}
     locals_: dict[Key, _Local] = {}
