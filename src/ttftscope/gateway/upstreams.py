@@ -57,7 +57,7 @@ from ttftscope.tokenization.loader import Tokenizer, load_tokenizer
 
 log = logging.getLogger("ttftscope.gateway")
 IdsApi = Literal["chat-ids", "completions"]
-_VERSION_CAP = 64 << 10  # a /version answer larger than this is not vLLM's
+_SMALL_ANSWER = 64 << 10  # /version and 1-token probe answers: larger is not vLLM
 _VERSION_TIMEOUT_S = 10.0
 _MODELS_TTL_S = 60.0
 _PROBE_TEXT = "gateway probe " * 12
@@ -266,7 +266,7 @@ class Upstream:
 
         async def exchange() -> Any:
             resp = await self._request("GET", "/version", b"", root=True)
-            resp.cap = _VERSION_CAP
+            resp.cap = _SMALL_ANSWER
             raw = await resp.read()
             return orjson.loads(raw) if resp.status == 200 else None
 
@@ -299,6 +299,15 @@ class Upstream:
         server's root (``/tokenize``).
         """
         resp = await self._request("POST", path, dumps(body), root=root)  # client bodies: any depth
+        raw = await resp.read()
+        try:
+            return resp.status, orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            return resp.status, None
+
+    async def _small_post(self, path: str, body: Mapping[str, Any]) -> tuple[int, Any]:
+        resp = await self._request("POST", path, dumps(body))
+        resp.cap = _SMALL_ANSWER
         raw = await resp.read()
         try:
             return resp.status, orjson.loads(raw)
@@ -339,10 +348,10 @@ class Upstream:
         else:
             body["prompt"] = ids
             path = "/completions"
-        try:
-            status, answer = await self.post_json(path, body)
-        except HopError as exc:
-            return False, str(exc)
+        try:  # a 1-token answer: within 64 KB and 10 s (a re-check runs while serving)
+            status, answer = await asyncio.wait_for(self._small_post(path, body), 10.0)
+        except (HopError, TimeoutError) as exc:
+            return False, str(exc) or "no answer within 10 s"
         usage = answer.get("usage") if isinstance(answer, dict) else None
         counted = usage.get("prompt_tokens") if isinstance(usage, dict) else None
         if status == 200 and counted == len(ids):
