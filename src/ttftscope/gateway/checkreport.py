@@ -65,7 +65,7 @@ def _upstream_lines(c: UpstreamCheck) -> list[str]:
     lines = [f"upstream {c.name}  {redact_url(c.base_url)}"]
     head = (
         f"version {c.version or 'unknown'} | profile {c.profile or 'none'} | front end {front} "
-        f"| ids via {c.api or 'none'}"
+        f"| ids via {c.api or 'none'} {c.api_reason}".rstrip()
     )
     lines += _wrap(head, "  ", "    ")
     if c.reason:

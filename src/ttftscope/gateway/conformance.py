@@ -57,6 +57,7 @@ class UpstreamCheck:
     api: str | None  # how ids travel (None: text)
     table: ShapeTable
     reason: str = ""  # why nothing was checked, if so
+    api_reason: str = ""  # what the ids-API probes found
 
 
 @dataclass(frozen=True)
@@ -179,7 +180,15 @@ def _result(up: Upstream, reason: str = "") -> UpstreamCheck:
     checked = up.settings.mode == "ids" and profile_for(up.version) is not None
     profile = up.profile.name if checked else None
     return UpstreamCheck(
-        up.name, up.settings.base_url, up.version, profile, up.frontend, up.api, up.shapes, reason
+        up.name,
+        up.settings.base_url,
+        up.version,
+        profile,
+        up.frontend,
+        up.api,
+        up.shapes,
+        reason,
+        up.api_reason.strip(),
     )
 
 
@@ -188,7 +197,7 @@ def summary_line(c: UpstreamCheck) -> str:
     front = f"rust {c.frontend}" if c.frontend else "python"
     head = (
         f"upstream {c.name}: vLLM {c.version or 'unknown'}, profile {c.profile or 'none'}, "
-        f"front end {front}, ids via {c.api or 'none (text)'}"
+        f"front end {front}, ids via {c.api or 'none (text)'} {c.api_reason}".rstrip()
     )
     if c.reason:
         return f"{head}; all text ({c.reason})"
