@@ -70,7 +70,7 @@ class _Local:
 def _channel(up: Upstream, api: NativeApi) -> str | None:
     """Why ``api``'s ids cannot reach ``up`` (None: they can)."""
     if up.api is None:
-        return f"no ids channel: {up.api_reason.strip() or '(text)'}"
+        return "no ids channel (the ids-API probes failed)"  # their answers: api_reason
     if api != "chat" and up.api != "chat-ids":
         return f"{api} takes ids only where chat-ids is proven (here: {up.api})"
     return None
