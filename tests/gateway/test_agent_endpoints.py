@@ -141,15 +141,15 @@ def test_an_agents_session_header_pins_its_conversation(
         assert cache.entries == 2 and cache.stats.forks == 1
 
 
-def test_an_upstream_of_another_version_is_served_as_text(qwen2_dir: Path) -> None:
+def test_an_upstream_older_than_0_32_is_served_as_text(qwen2_dir: Path) -> None:
     with (
-        FaultServer(FaultOptions(version="0.33.0")) as srv,
+        FaultServer(FaultOptions(version="0.31.2")) as srv,
         GatewayServer(_settings(srv, qwen2_dir)) as gw,
     ):
         assert gw.gateway.upstreams[0].api is None
         assert _post(gw, "/messages", ANTHROPIC).status_code == 200
         assert "kv_transfer_params" not in srv.last_request.json()
-        version = {"ids": "no", "upstream": "ids", "version": "0.33.0"}
+        version = {"ids": "no", "upstream": "ids", "version": "0.31.2"}
         assert _metric(gw, "ttftscope_gateway_upstream_version", **version) == 1
         assert _metric(gw, "ttftscope_gateway_requests_total", mode="text", route="messages") == 1
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import errno
+import json
 import os
 import socket
 from pathlib import Path
@@ -126,6 +127,15 @@ def preflight(settings: GatewaySettings) -> None:
     ...     print(exc.message)
     upstream 'coder': the model folder /no/such/dir does not exist
     """
+    preflight_upstreams(settings)
+    from ttftscope.gateway.state import inbound_keys  # the [gateway] extra: checked first
+
+    inbound_keys(settings, os.environ)
+    _check_port(settings.host, settings.port)
+
+
+def preflight_upstreams(settings: GatewaySettings) -> None:
+    """Every ids upstream has a model folder that exists."""
     for name, up in settings.upstreams.items():
         if up.mode != "ids":
             continue
@@ -143,10 +153,6 @@ def preflight(settings: GatewaySettings) -> None:
                 hint=f"point {where} (or --model-dir) at the folder with the served model's "
                 "tokenizer.json and chat template",
             )
-    from ttftscope.gateway.state import inbound_keys  # the [gateway] extra: checked first
-
-    inbound_keys(settings, os.environ)
-    _check_port(settings.host, settings.port)
 
 
 def _check_port(host: str, port: int) -> None:
@@ -221,3 +227,39 @@ def _served_models(base: str, key: str | None, source: str) -> list[str]:
             hint="pass --url with the gateway's base URL, like http://127.0.0.1:8100/v1",
         )
     return [m["id"] for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)]
+
+
+@gateway.command("check")
+@click.option("--base-url", help="Check this upstream (its API base, e.g. http://h:8000/v1)")
+@click.option(
+    "--model-dir",
+    type=click.Path(path_type=Path),
+    help="The served model's folder (tokenizer + chat template), for --base-url",
+)
+@click.option("--json", "as_json", is_flag=True, help="One JSON object instead of the table")
+@click.pass_context
+def check_command(
+    ctx: click.Context, base_url: str | None, model_dir: Path | None, as_json: bool
+) -> None:
+    """Prove each upstream, per API and shape class: ids or text, and why.
+
+    Renders a fixed corpus locally and through the upstream's own rendering, as the
+    gateway does at start-up. Exits 1 when nothing would go as ids.
+    """
+    require_extra("gateway")
+    import asyncio
+
+    from ttftscope.gateway.checkreport import check_json, check_text, check_upstreams, ids_anywhere
+
+    parent = ctx.parent.params if ctx.parent is not None else {}
+    url = base_url or parent.get("upstream")
+    folder = model_dir or parent.get("model_dir")
+    settings = gateway_settings(cli_state(ctx), url, folder, "ids" if url else parent.get("mode"))
+    preflight_upstreams(settings)
+    checks = asyncio.run(check_upstreams(settings, os.environ))
+    if as_json:
+        click.echo(json.dumps(check_json(checks), indent=2, ensure_ascii=False))
+    else:
+        click.echo(check_text(checks))
+    if not ids_anywhere(checks):
+        ctx.exit(1)

@@ -29,7 +29,7 @@ import time
 from collections.abc import Awaitable
 from typing import Any, TypeVar
 
-from ttftscope.gateway.converts import Convert, render
+from ttftscope.gateway.converts import CONVERTS, NativeApi, render
 from ttftscope.gateway.hoptrace import traced
 from ttftscope.gateway.passthrough import PassThrough, converted
 from ttftscope.gateway.sessions import Encoded
@@ -57,24 +57,30 @@ def takes_ids(up: Upstream, api: GatewayApi) -> bool:
 
 
 async def prepare(
-    gw: Gateway, up: Upstream, body: dict[str, Any], size: int, convert: Convert
+    gw: Gateway, up: Upstream, body: dict[str, Any], size: int, api: NativeApi
 ) -> tuple[dict[str, Any], str]:
-    """The chat body ``body`` converts to on ``up`` and the prompt it renders, on the work
-    pool when the body (``size`` bytes) is large: conversion and render are pure Python
-    (~10 ms for a 100K-token conversation, ~0.3 s for 20K messages)."""
+    """The chat body ``body`` (of ``api``) converts to on ``up`` and the prompt it renders,
+    on the work pool when the body (``size`` bytes) is large: conversion and render are pure
+    Python (~10 ms for a 100K-token conversation, ~0.3 s for 20K messages). A body whose
+    shape classes ``up``'s conformance check did not all prove raises
+    ``PassThrough("unproven_shape")`` (after the conversion's own reasons)."""
 
     hop = traced()  # read here: the pool's threads do not see the request's context
+    convert = CONVERTS[api]
 
     def work() -> tuple[dict[str, Any], str]:
         if hop is None:
             chat, inputs = converted(lambda: convert(up, body))
-            return chat, render(up, inputs)
-        t0 = time.perf_counter_ns()
-        chat, inputs = converted(lambda: convert(up, body))
-        t1 = time.perf_counter_ns()
-        hop.stage("rewrite", t0)
-        prompt = render(up, inputs)
-        hop.stage("render", t1)
+            prompt = render(up, inputs)
+        else:
+            t0 = time.perf_counter_ns()
+            chat, inputs = converted(lambda: convert(up, body))
+            t1 = time.perf_counter_ns()
+            hop.stage("rewrite", t0)
+            prompt = render(up, inputs)
+            hop.stage("render", t1)
+        if up.shapes is not None:
+            up.shapes.gate(api, body)
         return chat, prompt
 
     if size <= _INLINE_BODY:

@@ -11,6 +11,7 @@ happened. Endpoints (``endpoints/``) build on it; the app (``app``) wires them u
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import gc
 import hmac
@@ -27,6 +28,13 @@ from ttftscope.errors import ConfigError
 from ttftscope.gateway.apierrors import ErrorFormat, error_response
 from ttftscope.gateway.asgi import BodyTooLarge, Receive, Scope, header, read_body
 from ttftscope.gateway.coldpool import ColdPool
+from ttftscope.gateway.conformance import (
+    UpstreamCheck,
+    check_upstream,
+    publish,
+    summary_line,
+    watch_versions,
+)
 from ttftscope.gateway.hoptrace import traced
 from ttftscope.gateway.inputpolicy import (
     InvalidField,
@@ -106,6 +114,8 @@ class Gateway:
             self.metrics.encode_processes.set_function(lambda: len(cold.pids))
         self.metrics.encode_jobs.set_function(lambda: self.pool.pending)
         self._seen: dict[tuple[str, str], float] = {}
+        self.checks: dict[str, UpstreamCheck] = {}  # each ids upstream's conformance check
+        self._watch: asyncio.Task[None] | None = None  # re-reads /version (watch_versions)
         self.request_log = RequestLog.from_settings(settings.request_log, settings.log_prompts)
 
     async def start(self) -> None:
@@ -124,11 +134,17 @@ class Gateway:
                 max_answer=int(self.settings.max_answer_mb * (1 << 20)),
             )
             self.metrics.upstream_api.labels(up.name, up.api or "text").set(1)
-            if up.version is not None or up.settings.mode == "ids":
-                ids = "yes" if up.api is not None else "no"
-                self.metrics.upstream_version.labels(up.name, up.version or "unknown", ids).set(1)
             if up.plain_via_completions:  # plain chats go the other way
                 self.metrics.upstream_api.labels(up.name, "completions").set(1)
+            if up.settings.mode == "ids":
+                self.checks[up.name] = found = await check_upstream(up)
+                log.info("%s", summary_line(found))
+        publish(self.metrics, list(self.checks.values()))
+        every = self.settings.version_poll_seconds
+        if every > 0 and self.checks:
+            self._watch = asyncio.create_task(
+                watch_versions(self.upstreams, self.metrics, self.checks, every)
+            )
         if self.cold is not None and self.cold.registered:
             self.cold.start()  # workers load the tokenizers while the first requests come
         # what start-up loaded (tokenizers, templates, engines: ~10^5 objects) lives as long
@@ -138,6 +154,10 @@ class Gateway:
         sys.setswitchinterval(SWITCH_INTERVAL_S)  # the loop gets the GIL back sooner
 
     async def close(self) -> None:
+        if self._watch is not None:
+            self._watch.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._watch
         for up in self.upstreams:
             await up.close()
         self.pool.close()
