@@ -123,7 +123,8 @@ async def check_upstream(up: Upstream, *, budget_s: float = CHECK_BUDGET_S) -> U
     if reason:
         up.shapes = _text_table(reason)
         return _result(up, reason)
-    routes = Routes(timeout_s=oracle.CHECK_TIMEOUT_S, deadline=time.monotonic() + budget_s)
+    deadline = time.monotonic() + budget_s
+    routes = Routes(up.unserved, timeout_s=oracle.CHECK_TIMEOUT_S, deadline=deadline)
     order: tuple[Oracle, ...] = ("probe",) if up.frontend else ("render", "tokenize", "probe")
     theirs: dict[Key, Theirs] = {}
     locals_: dict[Key, _Local] = {}

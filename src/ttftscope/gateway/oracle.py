@@ -13,7 +13,7 @@ garbage, never ends its body or sends 100 MB costs one timeout or cap and a log 
 event loop keeps serving.
 
 >>> answer_cap(100, 2_000)
-70400
+43968
 """
 
 from __future__ import annotations
@@ -32,13 +32,15 @@ from ttftscope.gateway.hop import HopError
 from ttftscope.gateway.jsoncodec import dumps
 from ttftscope.gateway.shapes import NativeApi, Oracle
 from ttftscope.gateway.upstreams import Upstream
+from ttftscope.gateway.verify import template_kwargs, tokenize_query
 
 __all__ = ["CHECK_TIMEOUT_S", "Routes", "Theirs", "answer_cap", "ask"]
 
 log = logging.getLogger("ttftscope.gateway")
 CHECK_TIMEOUT_S = 5.0  # one oracle request, headers to last byte
 _PARSE_INLINE = 256 << 10  # a larger answer is parsed on a thread
-_NOT_SERVED = frozenset({404, 405, 501})
+# 403: vLLM's render routes on a server without --enable-scale-out
+_NOT_SERVED = frozenset({403, 404, 405, 501})
 RENDER_PATHS: dict[NativeApi, str] = {
     "chat": "/chat/completions/render",
     "messages": "/messages/render",
@@ -49,7 +51,6 @@ PROBE_PATHS: dict[NativeApi, str] = {
     "messages": "/messages",
     "responses": "/responses",
 }
-_TOKENIZE_FIELDS = ("model", "messages", "tools", "chat_template_kwargs")
 
 
 class Unanswered(Exception):
@@ -58,7 +59,8 @@ class Unanswered(Exception):
 
 @dataclass
 class Routes:
-    """Which oracle routes an upstream does not serve (remembered for one check)."""
+    """Which oracle routes an upstream does not serve (the upstream's own memory of them,
+    ``Upstream.unserved``, shared with the verifier), and the check's time bounds."""
 
     dead: dict[str, str] = field(default_factory=dict)  # path -> why
     timeout_s: float = CHECK_TIMEOUT_S
@@ -173,7 +175,8 @@ async def _one(
     if oracle == "render":
         query, root = dict(native), False
     else:
-        query, root = {k: chat[k] for k in _TOKENIZE_FIELDS if k in chat}, True
+        # the template variables the gateway rendered with (the effort has no field there)
+        query, root = tokenize_query(chat, template_kwargs(up, chat)), True
     try:
         status, answer = await post_bounded(
             up, path, query, root=root, cap=answer_cap(len(ids), len(dumps(query))), routes=routes

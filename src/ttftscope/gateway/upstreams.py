@@ -80,6 +80,9 @@ class Upstream:
     model_type: str | None = None  # config.json's model_type (gpt_oss: Harmony rendering)
     adds_special_tokens: bool = False  # the tokenizer's post-processor adds tokens (a BOS)
     version: str | None = None  # what GET /version said (None: no answer)
+    # the upstream's routes that answered "not served" (vLLM's render routes without
+    # --enable-scale-out: 403), path -> why: the start-up check and the verifier skip them
+    unserved: dict[str, str] = field(default_factory=dict)
     profile: Profile = BASELINE  # how this version renders (the conversions read it)
     frontend: str | None = None  # rust_frontend_version from /version (None: Python's)
     shapes: ShapeTable | None = None  # what the conformance check proved (None: not run)
@@ -253,6 +256,7 @@ class Upstream:
         """Take ``version`` (and the Rust ``frontend``) as this server's: its profile, then
         the ids API probed again; older than 0.32 or not vLLM: text."""
         self.version, self.frontend, self.api, self.api_reason = version, frontend, None, ""
+        self.unserved.clear()  # another server: its routes are asked again
         profile = profile_for(version)
         if profile is None:
             self.api_reason = f"(version {version or 'unknown'}: not vLLM 0.32 or newer; text)"

@@ -60,7 +60,6 @@ class Verifier:
         self.every, self.first, self.metrics = every, first, metrics
         self._seen = 0
         self._per_key: dict[tuple[str, str, str], int] = {}
-        self._unserved: set[tuple[str, str]] = set()  # (upstream, route) not asked again
 
     def due(self, upstream: str, api: GatewayApi, model: str) -> bool:
         """Whether this request is one to check (and count it)."""
@@ -128,11 +127,11 @@ class Verifier:
     async def _ask(self, up: Upstream, route: str, query: dict[str, Any]) -> dict[str, Any] | None:
         """A 200's JSON object from ``route`` of ``up``; None otherwise (and a route the
         server does not serve is remembered, never asked again)."""
-        if (up.name, route) in self._unserved:
+        if route in up.unserved:  # also what the start-up check found
             return None
         status, answer = await up.post_json(route, query, root=route == _TOKENIZE)
         if status in _UNSERVED:
-            self._unserved.add((up.name, route))
+            up.unserved[route] = f"HTTP {status}"
             log.info(
                 "upstream %s: %s answers %d; checks use the next route", up.name, route, status
             )
