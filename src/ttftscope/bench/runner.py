@@ -22,7 +22,7 @@ import math
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -62,11 +62,17 @@ class Hooks:
     on_start: Callable[[int], None] | None = None  # measured requests planned
     on_record: Callable[[RequestRecord], None] | None = None
     on_sample: Callable[[ScrapeSample], None] | None = None
+    on_note: Callable[[str], None] | None = None  # a line to keep (the workload was changed)
 
     def stage(self, text: str) -> None:
         """Say what the run does now."""
         if self.on_stage is not None:
             self.on_stage(text)
+
+    def note(self, text: str) -> None:
+        """Say what changed, as a line to keep."""
+        if self.on_note is not None:
+            self.on_note(text)
 
 
 @dataclass(frozen=True)
@@ -372,6 +378,9 @@ async def _run(
         httpx.AsyncClient(timeout=5.0) as metrics,
     ):
         prep = await prepare(ep, opts, bench.targets, http, count_tokens, hooks.stage)
+        opts = replace(opts, scale=prep.scale)  # as sent, and so in the summary
+        for note in prep.notes:
+            hooks.note(note)
         run = BenchRun(prep.run_id, prep.model, files, bench.records)
         header = header_of(opts, prep, bench.targets, files)
         bench.sink = JsonlSink(files.records, exclude=exclude)

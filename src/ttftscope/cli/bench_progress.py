@@ -50,6 +50,10 @@ class BenchProgress(LiveBarOwner):
         else:
             self.console.print(f"bench: {text}", highlight=False)
 
+    def note(self, text: str) -> None:
+        """A line that stays (above the bar on a terminal): what the run changed."""
+        self.console.print(f"bench: {text}", highlight=False)
+
     def start(self, total: int) -> None:
         """The measured requests begin; ``total`` of them are planned."""
         self.live.total = total
