@@ -162,6 +162,7 @@ def _run(state: CliState, ep: Endpoint, opts: BenchOptions, result_dir: Path) ->
             on_record=progress.record,
             on_sample=progress.sample,
             on_note=progress.note,
+            on_warmup=progress.warmup,
         )
         coro = run_bench(
             ep,
