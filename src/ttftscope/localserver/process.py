@@ -45,7 +45,7 @@ from ttftscope.localserver.state import (
     write_state,
 )
 from ttftscope.localserver.state import pick_free_port as pick_free_port
-from ttftscope.localserver.traces import trace_env, trace_port_of
+from ttftscope.localserver.traces import SPAN_EXPORT_NOISE, trace_env, trace_port_of
 
 SERVED_MODEL = "ttftscope-tiny"
 # KV per token for the tiny model in fp32 is 2 layers x (K+V) x 1 head x 32 dims x 4 B = 512 B,
@@ -261,7 +261,7 @@ def _wait_launched(server: LocalServer, wait_s: float, say: Progress) -> None:
 
 def _server_log_detail(server: LocalServer) -> Callable[[], str | None]:
     log = Path(server.log_path)
-    return lambda: last_log_line(log, max_chars=100)
+    return lambda: last_log_line(log, max_chars=100, ignore=SPAN_EXPORT_NOISE)
 
 
 def _launch(venv: Path, model: Path, port: int, extra_args: Sequence[str]) -> LocalServer:
