@@ -78,3 +78,33 @@ def test_missing_metrics_leave_checks_out_not_passed() -> None:
     assert rec.checks == {}
     assert rec.server_frontend_ms is None
     assert "no TTFT histogram" in rec.notes
+
+
+def test_the_servers_own_render_time_is_a_measured_part_of_the_front_end() -> None:
+    rec = _record(_result(), _bd(render_s=0.012, render_count=1))
+    assert rec.server_render_ms == 12.0 and rec.part_sources["server_render_ms"] == "histogram"
+    assert rec.checks["render_le_frontend"] and rec.checks["one_observation_each"]
+    too_long = _record(_result(), _bd(render_s=0.030, render_count=1))  # front end is 25 ms
+    assert too_long.checks["render_le_frontend"] is False
+    shared = _record(_result(), _bd(render_s=0.012, render_count=2))
+    assert shared.contaminated
+    older = _record(_result(), _bd())  # vLLM before 0.34 exports no render histogram
+    assert older.server_render_ms is None and "server_render_ms" not in older.part_sources
+
+
+def test_render_time_is_read_from_vllm_034s_histogram() -> None:
+    from ttftscope import metrics_delta, parse_metrics, server_breakdown
+
+    def scrape(n: int, total: float) -> str:
+        name = "vllm:request_render_duration_seconds"
+        labels = 'model_name="m",request_type="chat"'
+        return (
+            f"# TYPE {name} histogram\n"
+            f'{name}_bucket{{{labels},le="+Inf"}} {n}\n'
+            f"{name}_count{{{labels}}} {n}\n{name}_sum{{{labels}}} {total}\n"
+        )
+
+    before = parse_metrics(scrape(3, 0.5), taken_ns=0)
+    after = parse_metrics(scrape(4, 0.52), taken_ns=10**9)
+    bd = server_breakdown(metrics_delta(before, after))
+    assert bd.render_count == 1 and abs((bd.render_s or 0) - 0.02) < 1e-9

@@ -52,8 +52,10 @@ def test_a_version_1_record_written_again_carries_the_current_version(tmp_path: 
     line = json.loads((tmp_path / "r.jsonl").read_text(encoding="utf-8"))
     assert line["schema_version"] == 3
     v1_line = json.loads(V1.read_text(encoding="utf-8").splitlines()[0])
-    # version 3's trace fields, empty: nothing a version 1 line said is lost or changed
+    # version 3's trace fields and the server's own render time (vLLM 0.34+), empty: nothing
+    # a version 1 line said is lost or changed
     added: dict[str, object] = {
+        "server_render_ms": None,
         "trace_id": None,
         "request_id": None,
         "part_sources": {},

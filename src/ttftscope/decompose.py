@@ -30,6 +30,7 @@ _SERVER_PARTS: tuple[ServerPart, ...] = (
     "queue_ms",
     "prefill_ms",
     "server_frontend_ms",
+    "server_render_ms",
 )
 
 
@@ -109,6 +110,7 @@ def add_server_view(rec: RequestRecord, bd: ServerBreakdown) -> RequestRecord:
     rec.queue_ms = seconds_ms(bd.queue_s)
     rec.prefill_ms = seconds_ms(bd.prefill_s)
     rec.server_frontend_ms = seconds_ms(bd.frontend_s)
+    rec.server_render_ms = seconds_ms(bd.render_s)
     for part in _SERVER_PARTS:
         if getattr(rec, part) is not None:
             rec.part_sources[part] = "histogram"
@@ -135,11 +137,17 @@ def run_checks(rec: RequestRecord, bd: ServerBreakdown) -> RequestRecord:
         checks["queue_prefill_le_server_ttft"] = (
             rec.queue_ms + rec.prefill_ms <= rec.server_ttft_ms + _TOLERANCE_MS
         )
+    if rec.server_render_ms is not None and rec.server_frontend_ms is not None:
+        # the server's own render time is part of the front end the remainder stands for
+        checks["render_le_frontend"] = (
+            rec.server_render_ms <= rec.server_frontend_ms + _TOLERANCE_MS
+        )
     counts = {
         "ttft": bd.ttft_count,
         "queue": bd.queue_count,
         "prefill": bd.prefill_count,
         "e2e": bd.e2e_count,
+        "render": bd.render_count,
     }
     seen = {k: v for k, v in counts.items() if v is not None}
     if seen:

@@ -41,7 +41,9 @@ Variant = Literal["chat", "text", "ids", "direct", "gateway", "messages", "respo
 # time), or nowhere
 PartSource = Literal["span", "histogram", "none"]
 # the figures a source is recorded for (RequestRecord.part_sources)
-ServerPart = Literal["server_ttft_ms", "queue_ms", "prefill_ms", "server_frontend_ms"]
+ServerPart = Literal[
+    "server_ttft_ms", "queue_ms", "prefill_ms", "server_frontend_ms", "server_render_ms"
+]
 # who measured a span: our client, our gateway, or the server (vLLM)
 SpanService = Literal["client", "gateway", "server"]
 
@@ -104,6 +106,9 @@ class RequestRecord(BaseModel):
     queue_ms: float | None = None
     prefill_ms: float | None = None
     server_frontend_ms: float | None = None
+    # the front end's own rendering and tokenization, measured by the server (vLLM 0.34+:
+    # vllm:request_render_duration_seconds; chat, messages and completions, not Responses)
+    server_render_ms: float | None = None
     outside_server_ms: float | None = None
     prefix_queries: float | None = None
     prefix_hits: float | None = None

@@ -113,8 +113,39 @@ def test_the_cache_stays_within_its_byte_bound(qwen2: Tokenizer) -> None:
 
 
 def test_a_pinned_session_is_kept_apart(qwen2: Tokenizer) -> None:
+    """Another pin forks the state (reusing it) and never extends it in place."""
     cache = SessionCache(qwen2, max_bytes=64 << 20)
-    prompt = _conversation(qwen2, 4, 1)[0]
-    asyncio.run(cache.encode(prompt, pin="agent-a"))
-    other = asyncio.run(cache.encode(prompt, pin="agent-b"))
-    assert other.path == "full" and cache.entries == 2
+    first, second = _conversation(qwen2, 4, 2)
+    asyncio.run(cache.encode(first, pin="agent-a"))
+    other = asyncio.run(cache.encode(first, pin="agent-b"))
+    assert _exact(other, qwen2, first) and other.path != "full"
+    assert cache.entries == 2 and cache.stats.forks == 1
+    again = asyncio.run(cache.encode(second, pin="agent-a"))  # a's own state, untouched
+    assert _exact(again, qwen2, second) and again.path.startswith("append")
+    assert cache.stats.forks == 1
+
+
+def _session_start(tok: Tokenizer, seed: int) -> str:
+    """An agent's first request: the same long system prompt and tools, its own first ask."""
+    tools = build_context(12000, lambda s: len(tok.encode(s)), seed=99)  # ~12K, as Claude Code
+    return SYSTEM + tools + f"<|im_start|>user\n{agent_turn(0, seed=seed)}<|im_end|>\n"
+
+
+def test_a_new_session_starts_from_the_shared_prefix_of_another(qwen2: Tokenizer) -> None:
+    cache = SessionCache(qwen2, max_bytes=64 << 20)
+    a, b = _session_start(qwen2, 1), _session_start(qwen2, 2)
+    assert asyncio.run(cache.encode(a, pin="session-1")).path == "full"
+    got = asyncio.run(cache.encode(b, pin="session-2"))
+    assert _exact(got, qwen2, b)
+    assert got.encoded_chars <= 0.1 * len(b), (got.encoded_chars, len(b))
+    assert got.reused_tokens >= 0.9 * len(got.ids)
+
+
+def test_a_request_without_a_session_header_finds_a_pinned_state(qwen2: Tokenizer) -> None:
+    cache = SessionCache(qwen2, max_bytes=64 << 20)
+    a, b = _session_start(qwen2, 3), _session_start(qwen2, 4)
+    asyncio.run(cache.encode(a, pin="session-1"))
+    got = asyncio.run(cache.encode(b))
+    assert _exact(got, qwen2, b) and got.encoded_chars <= 0.1 * len(b)
+    pinned = asyncio.run(cache.encode(_session_start(qwen2, 5), pin="session-9"))
+    assert pinned.encoded_chars <= 0.1 * len(b)  # and the other way round

@@ -492,13 +492,21 @@ PASS_CASES: list[tuple[str, dict[str, Any]]] = [
     ("template_kwargs", {"chat_template_kwargs": {"mode": "auto"}}),
     ("non_text_content", {"input": [{"type": "message", "role": "user", "content": [IMAGE]}]}),
     ("non_text_content", {"input": [fcall(), fout([{"type": "input_file", "file_id": "f"}])]}),
-    ("unsupported_item", {"tools": [{"type": "custom", "name": "apply_patch"}]}),
+    (
+        "invalid_request",
+        {"tools": [{"type": "custom", "name": "p", "format": {"type": "grammar", "syntax": "x"}}]},
+    ),
+    ("unsupported_item", {"tools": [{"type": "custom", "name": "p", "defer_loading": True}]}),
     ("unsupported_item", {"tools": [{"type": "web_search"}]}),
     ("unsupported_item", {"tools": [{"type": "mcp", "server_label": "x"}]}),
     ("unsupported_item", {"tools": [{"type": "namespace", "name": "ns", "tools": []}]}),
     ("unsupported_item", {"tools": [{**SHELL, "strict": "true"}]}),
     ("unsupported_item", {"tools": [{**SHELL, "output_schema": {}}]}),
-    ("unsupported_item", {"input": [{"type": "custom_tool_call", "call_id": "c", "name": "p"}]}),
+    ("invalid_request", {"input": [{"type": "custom_tool_call", "call_id": "c", "name": "p"}]}),
+    (
+        "unsupported_item",
+        {"input": [{"type": "custom_tool_call_output", "call_id": "c", "output": [IMAGE]}]},
+    ),
     ("unsupported_item", {"input": [{"type": "item_reference", "id": "msg_1"}]}),
     ("unsupported_item", {"input": [{**fcall(), "namespace": "ns"}]}),
     ("unsupported_item", {"input": [{**user("u"), "name": "bob"}]}),
@@ -675,3 +683,58 @@ def test_codex_items_keep_their_order_and_count(items: list[dict[str, Any]]) -> 
         i for i in items if i["type"] != "function_call_output" and i.get("role") != "user"
     ]
     assert sum(m["role"] == "assistant" for m in out) <= len(assistant_items)
+
+
+def test_freeform_custom_tools_and_calls_are_vllms_one_string_function() -> None:
+    """Written out from vLLM's ``custom_tool_as_function_dict`` / ``custom_tool_parameters``
+    and ``encode_custom_tool_input`` (``json.dumps({"input": …}, ensure_ascii=False)``)."""
+    body = {
+        "tools": [{"type": "custom", "name": "apply_patch", "description": "Edit files."}],
+        "input": [
+            {"type": "message", "role": "user", "content": "fix it"},
+            {
+                "type": "custom_tool_call",
+                "call_id": "call_1",
+                "name": "apply_patch",
+                "input": "*** Begin Patch\n+ü\n*** End Patch",
+            },
+            {"type": "custom_tool_call_output", "call_id": "call_1", "output": "Done!"},
+        ],
+    }
+    chat = responses_to_chat(body)
+    assert chat["tools"] == [
+        {
+            "type": "function",
+            "function": {
+                "name": "apply_patch",
+                "description": "Edit files.",
+                "parameters": {
+                    "type": "object",
+                    "properties": {
+                        "input": {
+                            "type": "string",
+                            "description": "The freeform text payload for this tool.",
+                        }
+                    },
+                    "required": ["input"],
+                    "additionalProperties": False,
+                },
+            },
+        }
+    ]
+    assert chat["messages"][1:] == [
+        {
+            "role": "assistant",
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {
+                        "name": "apply_patch",
+                        "arguments": '{"input": "*** Begin Patch\\n+ü\\n*** End Patch"}',
+                    },
+                }
+            ],
+        },
+        {"role": "tool", "content": "Done!", "tool_call_id": "call_1"},
+    ]

@@ -26,15 +26,16 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from typing import Any, TypeVar
 
+from ttftscope.gateway.converts import Convert, render
 from ttftscope.gateway.hoptrace import traced
+from ttftscope.gateway.passthrough import PassThrough, converted
 from ttftscope.gateway.sessions import Encoded
 from ttftscope.gateway.state import BadRequest, Gateway
 from ttftscope.gateway.upstreams import Upstream
 from ttftscope.gateway.verify import GatewayApi
-from ttftscope.gateway.vllm_chat import ChatInputs, PassThrough, converted, prepare_chat
 from ttftscope.gateway.workpool import Overloaded
 from ttftscope.tracing.names import ENCODED_TOKENS, REUSED_TOKENS
 
@@ -42,8 +43,6 @@ log = logging.getLogger("ttftscope.gateway")
 T = TypeVar("T")
 # a body this small converts and renders in well under a millisecond: no thread hop
 _INLINE_BODY = 64 << 10
-# the chat body vLLM derives from an API body on this upstream, and its template inputs
-Convert = Callable[[Upstream, dict[str, Any]], tuple[dict[str, Any], ChatInputs]]
 
 
 def takes_ids(up: Upstream, api: GatewayApi) -> bool:
@@ -55,32 +54,6 @@ def takes_ids(up: Upstream, api: GatewayApi) -> bool:
     if up.api is None or up.renderer is None or up.cache is None:
         return False
     return api == "chat" or up.api == "chat-ids"
-
-
-def render(up: Upstream, inputs: ChatInputs) -> str:
-    """The prompt ``up``'s template renders for ``inputs``; PassThrough if it raises."""
-    assert up.renderer is not None, "takes_ids() first"
-    try:
-        return up.renderer.render(inputs.messages, tools=inputs.tools, **inputs.template_kwargs)
-    except Exception as exc:  # a template that raises: vLLM answers it its own way
-        log.info("upstream %s: render failed (%s); sent as text", up.name, type(exc).__name__)
-        raise PassThrough("render_error", type(exc).__name__) from None
-
-
-def render_chat(up: Upstream, chat_body: dict[str, Any]) -> str:
-    """vLLM's rewrites, then the render: the prompt text of ``chat_body`` on ``up``."""
-    return render(up, chat_inputs(up, chat_body))
-
-
-def chat_inputs(up: Upstream, chat_body: dict[str, Any]) -> ChatInputs:
-    """vLLM's chat rewrites of ``chat_body`` for ``up``'s template (PassThrough if unsure)."""
-    assert up.renderer is not None, "takes_ids() first"
-    return prepare_chat(chat_body, up.renderer.source)
-
-
-def as_chat(up: Upstream, body: dict[str, Any]) -> tuple[dict[str, Any], ChatInputs]:
-    """The :data:`Convert` of the chat API: the body is vLLM's chat body already."""
-    return body, chat_inputs(up, body)
 
 
 async def prepare(

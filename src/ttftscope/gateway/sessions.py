@@ -6,8 +6,10 @@ it. A request takes the entry sharing the longest prefix with its own prompt:
 
 - the entry's prompt is a prefix of the new one (the agent appended a turn) and nobody else
   uses it: encode in place, which re-encodes only the tail;
-- otherwise (another conversation with the same system prompt, an edited history): fork
-  the entry, so the other conversation keeps its state, and encode the fork;
+- otherwise (another conversation with the same system prompt, an edited history, a new
+  session of an agent whose every session starts with the same system prompt and tools,
+  under any session header or none): fork the entry sharing the most, so the other
+  conversation keeps its state, and encode the fork;
 - nothing idle shares a prefix: a fresh encoder, whose full encode runs on the gateway's
   :class:`~ttftscope.gateway.workpool.WorkPool` (threads, the GIL released while HF encodes)
   so it never stalls the event loop; a full pool refuses it (``Overloaded``: a 503). An entry
@@ -70,7 +72,8 @@ _INLINE_BYTES = 4096
 class _Entry:
     prompt: bytes  # UTF-8 (lone surrogates kept), usually the encoder's own copy
     encoder: IncrementalEncoder
-    key: str
+    key: str  # the pin and the prompt's start: where an append to it is looked for
+    start: str  # the prompt's start alone: where any session may fork it from
     nbytes: int = 0
     busy: bool = False
     json: IdsJson = field(default_factory=IdsJson)  # the ids as sent: kept between turns
@@ -130,8 +133,9 @@ class SessionCache:
         self.shadow_every = shadow_every or None
         self.stats = CacheStats()
         self._entries: OrderedDict[int, _Entry] = OrderedDict()
-        # entry ids by key, least recently used first (dicts as ordered sets)
+        # entry ids by key and by start, least recently used first (dicts as ordered sets)
         self._buckets: dict[str, dict[int, None]] = {}
+        self._starts: dict[str, dict[int, None]] = {}
         self._next = 0
 
     @property
@@ -145,9 +149,9 @@ class SessionCache:
         ``pin`` (a client's session header) keeps conversations apart that share a prefix.
         :class:`~ttftscope.gateway.workpool.Overloaded` when a long encode finds the pool full.
         """
-        key = (pin or "") + "\0" + prompt[:_KEY_CHARS]
+        start = prompt[:_KEY_CHARS]
         data = prompt.encode("utf-8", "surrogatepass")
-        entry_id, entry, shared, fresh = self._take(key, data)
+        entry_id, entry, shared, fresh = self._take((pin or "") + "\0" + start, start, data)
         inline = len(data) - shared <= _INLINE_BYTES
         if not inline:
             try:
@@ -218,42 +222,46 @@ class SessionCache:
         log.warning("%s; this prompt is encoded on a thread", exc)
         return _encode(entry, prompt)
 
-    def _take(self, key: str, prompt: bytes) -> tuple[int, _Entry, int, bool]:
-        """The entry to encode with (an idle extendable one, a fork of the best, or new), how
-        many leading bytes of ``prompt`` its state already covers, and whether it is new."""
-        best_id, best, shared = None, None, 0
-        bucket = self._buckets.get(key, {})
-        # most recent first, so the likely best comes early and the rest are ruled out cheaply
-        for entry_id in reversed(bucket):
-            if shared == len(prompt):
-                break  # nothing can share more
-            entry = self._entries[entry_id]
-            # a busy entry is mid-encode on a worker thread (inline encodes never yield):
-            # its state is changing, so it can be neither taken nor copied
-            if entry.busy or not _may_share_more(entry.prompt, prompt, shared):
-                continue
-            n = common_prefix_len(entry.prompt, prompt)
-            if n > shared:
-                best_id, best, shared = entry_id, entry, n
+    def _take(self, key: str, start: str, prompt: bytes) -> tuple[int, _Entry, int, bool]:
+        """The entry to encode with (an idle extendable one of this session, a fork of the
+        entry of any session sharing the most, or new), how many leading bytes of ``prompt``
+        its state already covers, and whether it is new.
+
+        A new session (another pin, or none) starts from what any session cached: agents
+        send the same system prompt and tools first in every session. It always forks, so
+        the other session's state is never changed under it."""
+        best_id, best, shared = _best(self._entries, self._buckets.get(key, {}), prompt, 0)
+        if best is not None and best_id is not None and shared == len(best.prompt):
+            self._touch(best_id, best)
+            best.busy = True
+            return best_id, best, shared, False
+        other_id, other, more = _best(self._entries, self._starts.get(start, {}), prompt, shared)
+        if other is not None and other_id is not None:
+            best_id, best, shared = other_id, other, more
         if best is not None and best_id is not None:
-            self._entries.move_to_end(best_id)
-            del bucket[best_id]
-            bucket[best_id] = None
-            if shared == len(best.prompt):
-                best.busy = True
-                return best_id, best, shared, False
+            self._touch(best_id, best)
             self.stats.forks += 1
-            fork = _Entry(best.prompt, best.encoder.fork(), key, busy=True, json=best.json.fork())
+            fork = _Entry(best.prompt, best.encoder.fork(), key, start, busy=True)
+            fork.json = best.json.fork()
             return *self._add(fork), shared, True
         encoder = IncrementalEncoder(
             self.tok, shadow_every=self.shadow_every, shadow_runner=self.pool.background
         )
-        return *self._add(_Entry(b"", encoder, key, busy=True)), 0, True
+        return *self._add(_Entry(b"", encoder, key, start, busy=True)), 0, True
+
+    def _touch(self, entry_id: int, entry: _Entry) -> None:
+        """Mark ``entry`` most recently used (for eviction and for the next lookups)."""
+        self._entries.move_to_end(entry_id)
+        for index, name in ((self._buckets, entry.key), (self._starts, entry.start)):
+            bucket = index[name]
+            del bucket[entry_id]
+            bucket[entry_id] = None
 
     def _add(self, entry: _Entry) -> tuple[int, _Entry]:
         entry_id, self._next = self._next, self._next + 1
         self._entries[entry_id] = entry
         self._buckets.setdefault(entry.key, {})[entry_id] = None
+        self._starts.setdefault(entry.start, {})[entry_id] = None
         return entry_id, entry
 
     def _account(self, entry_id: int, entry: _Entry) -> None:
@@ -278,13 +286,35 @@ class SessionCache:
         entry = self._entries.pop(entry_id, None)
         if entry is None:
             return 0
-        bucket = self._buckets.get(entry.key)
-        if bucket is not None:
-            bucket.pop(entry_id, None)
-            if not bucket:
-                del self._buckets[entry.key]
+        for index, name in ((self._buckets, entry.key), (self._starts, entry.start)):
+            bucket = index.get(name)
+            if bucket is not None:
+                bucket.pop(entry_id, None)
+                if not bucket:
+                    del index[name]
         self.stats.entries = len(self._entries)
         return entry.nbytes
+
+
+def _best(
+    entries: dict[int, _Entry], bucket: dict[int, None], prompt: bytes, shared: int
+) -> tuple[int | None, _Entry | None, int]:
+    """The idle entry of ``bucket`` sharing more than ``shared`` leading bytes with
+    ``prompt`` and the most of them (None if none does), and how many it shares."""
+    best_id, best = None, None
+    # most recent first, so the likely best comes early and the rest are ruled out cheaply
+    for entry_id in reversed(bucket):
+        if shared == len(prompt):
+            break  # nothing can share more
+        entry = entries[entry_id]
+        # a busy entry is mid-encode on a worker thread (inline encodes never yield):
+        # its state is changing, so it can be neither taken nor copied
+        if entry.busy or not _may_share_more(entry.prompt, prompt, shared):
+            continue
+        n = common_prefix_len(entry.prompt, prompt)
+        if n > shared:
+            best_id, best, shared = entry_id, entry, n
+    return best_id, best, shared
 
 
 def _encode(entry: _Entry, prompt: str) -> tuple[list[int], bytes]:

@@ -45,6 +45,7 @@ from ttftscope.config.schema import UpstreamSettings
 from ttftscope.gateway.coldpool import ColdPool
 from ttftscope.gateway.hop import MAX_ANSWER, Answer, HopError, HopTimeouts, UpstreamPool
 from ttftscope.gateway.jsoncodec import dumps
+from ttftscope.gateway.profiles import BASELINE, Profile, profile_for
 from ttftscope.gateway.sessions import SessionCache
 from ttftscope.gateway.workpool import WorkPool
 from ttftscope.tokenization.chat import ChatRenderer
@@ -76,6 +77,7 @@ class Upstream:
     model_type: str | None = None  # config.json's model_type (gpt_oss: Harmony rendering)
     adds_special_tokens: bool = False  # the tokenizer's post-processor adds tokens (a BOS)
     version: str | None = None  # what GET /version said (None: no answer)
+    profile: Profile = BASELINE  # how this version renders (the conversions read it)
     tok: Tokenizer | None = None
     token_chars: int = 0  # the most characters one token of ``tok`` covers
     renderer: ChatRenderer | None = None
@@ -372,6 +374,23 @@ def _caps_new_tokens(folder: Path) -> bool:
     except (OSError, orjson.JSONDecodeError):
         return False  # vLLM reads no cap from a missing or unreadable file either
     return isinstance(config, dict) and config.get("max_new_tokens") is not None
+
+
+def offline_upstream(model_dir: Path, version: str) -> Upstream:
+    """An upstream of ``model_dir`` rendering as vLLM ``version`` does, with no server behind it:
+    what the gateway sends that version (the oracle tests compare it with vLLM's own renderer).
+
+    >>> up = offline_upstream(qwen2_dir, "0.34.0")
+    >>> up.profile.name, up.version, up.renderer is not None
+    ('0.34', '0.34.0', True)
+    """
+    profile = profile_for(version)
+    if profile is None:
+        raise ValueError(f"vLLM {version!r} has no profile: the gateway sends it only text")
+    settings = UpstreamSettings(base_url="http://127.0.0.1:9/v1", model_dir=model_dir)
+    up = Upstream(f"offline-{version}", settings, version=version, profile=profile)
+    up._load_tokenizer(cache_bytes=1 << 20, shadow_every=0)
+    return up
 
 
 def upstreams_from(settings: Mapping[str, UpstreamSettings]) -> list[Upstream]:

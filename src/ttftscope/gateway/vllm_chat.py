@@ -1,4 +1,5 @@
-"""vLLM 0.32's chat-request preprocessing, reproduced: an OpenAI chat body in, template inputs out.
+"""vLLM's chat-request preprocessing, reproduced per release (0.32 to 0.34): an OpenAI chat
+body in, template inputs out.
 
 vLLM rewrites a chat request before its template sees it; :func:`prepare_chat` makes the same
 rewrites, so ``ChatRenderer(tok, source).render(i.messages, tools=i.tools, **i.template_kwargs)``
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ttftscope.gateway.passthrough import ChatPassReason, PassReason, PassThrough, converted
+from ttftscope.gateway.profiles import BASELINE, Profile
 from ttftscope.gateway.template_info import TemplateInfo, template_info
 from ttftscope.gateway.vllm_chat_messages import chat_message, developer_to_system
 
@@ -50,8 +52,11 @@ class ChatInputs:
     template_kwargs: dict[str, Any]
 
 
-def prepare_chat(body: Mapping[str, Any], template_source: str) -> ChatInputs:
-    """The template inputs vLLM 0.32's chat endpoint derives from ``body``; or PassThrough.
+def prepare_chat(
+    body: Mapping[str, Any], template_source: str, profile: Profile = BASELINE
+) -> ChatInputs:
+    """The template inputs vLLM's chat endpoint derives from ``body`` on a server of
+    ``profile`` (0.32's unless told); or PassThrough.
 
     The body is not changed; the result may share leaf values (strings, schemas) with it.
 
@@ -66,15 +71,16 @@ def prepare_chat(body: Mapping[str, Any], template_source: str) -> ChatInputs:
     if info.problem:
         raise PassThrough("template", info.problem)
     _check_request(body)
-    tools = _tools(body)
-    _check_tool_choice(body, tools)
+    tools, choice = _tools(body, profile)
+    _check_tool_choice(choice, tools)
     kwargs = _template_kwargs(body, info)
     raw = body.get("messages")
     if not isinstance(raw, list) or not raw:
         raise PassThrough("invalid_request", "messages must be a non-empty list")
     if info.content_format is None:
         raise PassThrough("content_format", "the template's content format is uncertain")
-    messages = [chat_message(m, info) for m in raw]
+    key = profile.has("assistant_thinking_key")
+    messages = [chat_message(m, info, thinking_key=key) for m in raw]
     return ChatInputs(developer_to_system(messages, info), tools, kwargs)
 
 
@@ -97,18 +103,23 @@ def _check_request(body: Mapping[str, Any]) -> None:
         raise PassThrough("unsupported_value", "add_generation_prompt is not a boolean")
 
 
-def _tools(body: Mapping[str, Any]) -> list[dict[str, Any]] | None:
-    """Tools as vLLM's request model dumps them: fixed key order, nulls, unknown keys dropped.
+def _tools(body: Mapping[str, Any], profile: Profile) -> tuple[list[dict[str, Any]] | None, Any]:
+    """Tools as vLLM's request model dumps them (fixed key order, nulls, unknown keys
+    dropped), and the tool_choice vLLM goes on with.
 
-    >>> _tools({"tools": [{"function": {"name": "f", "junk": 1}}]})
+    >>> _tools({"tools": [{"function": {"name": "f", "junk": 1}}]}, BASELINE)[0]
     [{'type': 'function', 'function': {'name': 'f', 'description': None, 'parameters': None}}]
+    >>> _tools({"tools": [], "tool_choice": "auto"}, Profile("0.34", (0, 34)))
+    (None, 'none')
     """
-    raw = body.get("tools")
+    raw, choice = body.get("tools"), body.get("tool_choice")
     if raw is None:
-        return None
+        return None, choice
+    if raw == [] and profile.has("tools_empty_is_none") and not isinstance(choice, dict):
+        return None, "none" if choice in ("auto", "required") else choice
     if not isinstance(raw, list) or not raw:
         raise PassThrough("invalid_request", "tools must be a non-empty list")
-    return [_tool(t) for t in raw]
+    return [_tool(t) for t in raw], choice
 
 
 def _tool(tool: Any) -> dict[str, Any]:
@@ -137,12 +148,11 @@ def _tool(tool: Any) -> dict[str, Any]:
     return out
 
 
-def _check_tool_choice(body: Mapping[str, Any], tools: list[dict[str, Any]] | None) -> None:
+def _check_tool_choice(choice: Any, tools: list[dict[str, Any]] | None) -> None:
     """tool_choice never changes the render: tools are rendered even for "none".
 
     Absent, it is "auto" when tools are given; vLLM checks its tool parser with ids too.
     """
-    choice = body.get("tool_choice")
     if choice is None or choice == "none":
         return
     if tools is None:

@@ -29,10 +29,14 @@ _MEDIA_KEYS = frozenset(
     " video_embeds prompt_embeds".split()
 )
 _BILLING_HEADER = "x-anthropic-billing-header"
+# the extras of a tool_reference part (compared by identity): it stays a part, by name
+_REFERENCE: dict[str, Any] = {}
 
 
-def chat_message(raw: Any, info: TemplateInfo) -> dict[str, Any]:
+def chat_message(raw: Any, info: TemplateInfo, *, thinking_key: bool = False) -> dict[str, Any]:
     """One message as vLLM's parser rebuilds it: known fields, in a fixed order.
+
+    ``thinking_key``: the server's transformers aliases reasoning as ``thinking``.
 
     >>> i = TemplateInfo(frozenset(), "string", False, False)
     >>> chat_message({"role": "assistant", "content": None, "reasoning_content": "r", "x": 1}, i)
@@ -53,7 +57,9 @@ def chat_message(raw: Any, info: TemplateInfo) -> dict[str, Any]:
         reasoning = _reasoning(raw)
         if reasoning is not None:
             out["reasoning"] = out["reasoning_content"] = reasoning
-            if info.reads_thinking:  # ChatRenderer also exposes it as "thinking"; vLLM not
+            # ChatRenderer also exposes it as "thinking", as transformers 5.21+ does: vLLM's
+            # templates see it only where the profile says so (``assistant_thinking_key``)
+            if info.reads_thinking and not thinking_key:
                 raise PassThrough("template", "the template reads message.thinking")
     elif role == "tool" and "tool_call_id" in raw:
         if not (raw["tool_call_id"] is None or isinstance(raw["tool_call_id"], str)):
@@ -98,9 +104,16 @@ def _content(role: str, raw: Mapping[str, Any], info: TemplateInfo) -> str | lis
         parts = list(_strip_billing_header(parts))
     if info.content_format == "string":  # empty texts are skipped in this format only
         return "\n".join(text for text, _ in parts if text)
-    if role == "tool":
+    refs = any(extras is _REFERENCE for _, extras in parts)
+    if role == "tool" and not refs:  # a tool's text parts become one string…
         return "\n".join(text for text, _ in parts)
-    return [{"type": "text", "text": text, **extras} for text, extras in parts]
+    return [_part_dict(text, extras) for text, extras in parts]  # …its references stay parts
+
+
+def _part_dict(text: str, extras: dict[str, Any]) -> dict[str, Any]:
+    if extras is _REFERENCE:
+        return {"type": "tool_reference", "name": text}
+    return {"type": "text", "text": text, **extras}
 
 
 def _text_part(part: Any) -> tuple[str, dict[str, Any]]:
@@ -110,6 +123,10 @@ def _text_part(part: Any) -> tuple[str, dict[str, Any]]:
     kind = part.get("type", "text")  # vLLM counts a part without a type as text…
     if _MEDIA_KEYS & part.keys() or not isinstance(kind, str) or kind not in _TEXTLIKE:
         raise PassThrough("non_text_content", f"content part of type {kind!r}")
+    if kind == "tool_reference":  # a deferred tool's name, for the template to expand
+        if part.keys() != {"type", "name"} or not isinstance(part["name"], str):
+            raise PassThrough("unsupported_content", f"tool_reference keys {sorted(part)}")
+        return part["name"], _REFERENCE
     # …but its request model then rejects it while rendering; only exact text parts are kept.
     plain = part.get("type") == "text" and isinstance(part.get("text"), str)
     if not plain or part.keys() - _TEXT_PART_KEYS:

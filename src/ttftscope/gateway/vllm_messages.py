@@ -1,5 +1,5 @@
-"""vLLM 0.32's Anthropic Messages → chat conversion, reproduced: a ``/v1/messages`` body in, the
-chat body vLLM builds from it out.
+"""vLLM's Anthropic Messages → chat conversion, reproduced per release (0.32 to 0.34): a
+``/v1/messages`` body in, the chat body vLLM builds from it out.
 
 vLLM serves ``/v1/messages`` by converting the request to a chat request
 (``entrypoints/anthropic/serving.py::AnthropicServingMessages.to_chat_completion_request``) and
@@ -17,7 +17,10 @@ Rules reproduced (vLLM names in brackets):
 - blocks: non-empty text → text parts (one part becomes a string); thinking → the
   assistant's ``reasoning``; tool_use → a tool call with ``json.dumps(input)`` arguments;
   a user's tool_result → a ``tool`` message placed *before* the user's remaining text; an
-  assistant's → ``"Tool result: …"`` text; redacted_thinking and tool_reference dropped;
+  assistant's → ``"Tool result: …"`` text; tool_reference blocks inside a user's tool_result
+  → a second tool message of ``{"type": "tool_reference", "name": …}`` parts, or (0.34,
+  ``tool_reference_one_message``) one tool message, references first, then the text;
+  redacted_thinking and top-level tool_reference blocks dropped;
   a user message left with no content dropped (``_convert_messages``, ``_convert_block``);
 - fields vLLM's request model does not know (``cache_control``, ``metadata``,
   ``context_management``, …) are ignored, as pydantic ignores them;
@@ -26,10 +29,12 @@ Rules reproduced (vLLM names in brackets):
   (``_convert_tools``, ``_convert_tool_choice``);
 - effort: ``output_config.effort`` is the reasoning effort; ``thinking.type == "disabled"``
   overrides it with the effort vLLM probes for (``_get_disabled_thinking_effort``, passed in
-  by the caller); adaptive and enabled thinking change no prompt (``_handle_thinking``).
+  by the caller), and so does ``between_tools`` from 0.34 (earlier releases reject it: the
+  request passes through to get vLLM's 400); adaptive and enabled thinking change no
+  prompt (``_handle_thinking``).
 
 What is not reproduced exactly raises :class:`PassThrough` (the request goes as text):
-images, tool results with images or tool references, tool_addition/tool_removal blocks, a
+images, tool results with images, tool_addition/tool_removal blocks, a
 tool_use without an id (vLLM names it after the clock), values pydantic would coerce.
 Assumed server flag: ``--anthropic-disabled-thinking-effort auto`` (the default).
 
@@ -50,6 +55,7 @@ import jinja2.ext
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from ttftscope.gateway.passthrough import PassThrough
+from ttftscope.gateway.profiles import BASELINE, Profile
 
 _BILLING = "x-anthropic-billing-header"
 _BLOCK_TYPES = frozenset(
@@ -65,6 +71,7 @@ def messages_to_chat(
     *,
     merge_inline_system: bool = False,
     disabled_effort: str = "none",
+    profile: Profile = BASELINE,
 ) -> dict[str, Any]:
     """The chat body vLLM 0.32 builds from Anthropic ``body`` (only what reaches the render).
 
@@ -93,12 +100,12 @@ def messages_to_chat(
     if system:
         out.append({"role": "system", "content": system})
     for role, content in messages:
-        _convert_message(role, content, out, merge_inline_system)
+        _convert_message(role, content, out, merge_inline_system, profile)
     chat: dict[str, Any] = {"model": body.get("model"), "messages": out}
     kwargs = body.get("chat_template_kwargs")
     if kwargs is not None:
         chat["chat_template_kwargs"] = kwargs
-    effort = _effort(body, disabled_effort)
+    effort = _effort(body, disabled_effort, profile)
     if effort is not None:
         chat["reasoning_effort"] = effort
     _tools_and_choice(body, chat)
@@ -163,7 +170,11 @@ def _inline_system_text(content: str | list[dict[str, Any]]) -> str | None:
 
 
 def _convert_message(
-    role: str, content: str | list[dict[str, Any]], out: list[dict[str, Any]], merged: bool
+    role: str,
+    content: str | list[dict[str, Any]],
+    out: list[dict[str, Any]],
+    merged: bool,
+    profile: Profile,
 ) -> None:
     if role == "system":
         text = None if merged else _inline_system_text(content)
@@ -174,13 +185,17 @@ def _convert_message(
     if isinstance(content, str):
         msg["content"] = content
     else:
-        _convert_blocks(role, content, msg, out)
+        _convert_blocks(role, content, msg, out, profile)
     if not (role == "user" and "content" not in msg):
         out.append(msg)
 
 
 def _convert_blocks(
-    role: str, blocks: list[dict[str, Any]], msg: dict[str, Any], out: list[dict[str, Any]]
+    role: str,
+    blocks: list[dict[str, Any]],
+    msg: dict[str, Any],
+    out: list[dict[str, Any]],
+    profile: Profile,
 ) -> None:
     parts: list[dict[str, Any]] = []
     calls: list[dict[str, Any]] = []
@@ -196,7 +211,7 @@ def _convert_blocks(
         elif kind == "tool_use":
             calls.append(_tool_call(role, block))
         elif kind == "tool_result":
-            _tool_result(role, block, parts, out)
+            _tool_result(role, block, parts, out, profile)
     if reasoning:
         msg["reasoning"] = "".join(reasoning)
     if calls:
@@ -221,7 +236,11 @@ def _tool_call(role: str, block: dict[str, Any]) -> dict[str, Any]:
 
 
 def _tool_result(
-    role: str, block: dict[str, Any], parts: list[dict[str, Any]], out: list[dict[str, Any]]
+    role: str,
+    block: dict[str, Any],
+    parts: list[dict[str, Any]],
+    out: list[dict[str, Any]],
+    profile: Profile,
 ) -> None:
     content = block.get("content")
     if role != "user":
@@ -229,15 +248,23 @@ def _tool_result(
             raise PassThrough("unsupported_block", "an assistant's tool_result with blocks")
         parts.append({"type": "text", "text": f"Tool result: {content or ''}"})
         return
+    refs: list[dict[str, Any]] = []
     if isinstance(content, list):
-        content = _tool_result_text(content)
-    out.append(
-        {"role": "tool", "tool_call_id": block.get("tool_use_id") or "", "content": content or ""}
-    )
+        content, refs = _tool_result_text(content)
+    call_id = block.get("tool_use_id") or ""
+    if refs and profile.has("tool_reference_one_message"):  # references first, then the text
+        text = [{"type": "text", "text": content}] if content else []
+        out.append({"role": "tool", "tool_call_id": call_id, "content": refs + text})
+        return
+    out.append({"role": "tool", "tool_call_id": call_id, "content": content or ""})
+    if refs:  # before 0.34: the text's tool message, then one of the references
+        out.append({"role": "tool", "tool_call_id": call_id, "content": refs})
 
 
-def _tool_result_text(items: list[Any]) -> str:
+def _tool_result_text(items: list[Any]) -> tuple[str, list[dict[str, Any]]]:
+    """A user tool_result's text (texts joined by newlines) and its tool references."""
     texts: list[str] = []
+    refs: list[dict[str, Any]] = []
     for item in items:
         if not isinstance(item, dict):
             continue
@@ -250,18 +277,30 @@ def _tool_result_text(items: list[Any]) -> str:
         elif kind == "image":
             raise PassThrough("non_text_content", "an image in a tool_result")
         elif kind == "tool_reference" and (item.get("tool_name") or item.get("name")):
-            raise PassThrough("unsupported_block", "a tool_reference in a tool_result")
-    return "\n".join(texts)
+            name = item.get("tool_name") or item.get("name")
+            if not isinstance(name, str):
+                raise PassThrough("invalid_request", "a tool_reference name is not a string")
+            refs.append({"type": "tool_reference", "name": name})
+    return "\n".join(texts), refs
 
 
-def _effort(body: Mapping[str, Any], disabled_effort: str) -> str | None:
+def _effort(body: Mapping[str, Any], disabled_effort: str, profile: Profile) -> str | None:
     config = body.get("output_config")
     effort = config.get("effort") if isinstance(config, dict) else None
     if effort is not None and effort not in _EFFORTS:
         raise PassThrough("invalid_request", f"output_config.effort {effort!r}")
     thinking = body.get("thinking")
-    if isinstance(thinking, dict) and thinking.get("type") == "disabled":
+    kind = thinking.get("type") if isinstance(thinking, dict) else None
+    if kind == "disabled" or (kind == "between_tools" and profile.has("thinking_between_tools")):
         return disabled_effort
+    if thinking is not None and kind not in ("enabled", "adaptive"):
+        # vLLM's request model rejects it (between_tools before 0.34): its 400, not ours
+        raise PassThrough("invalid_request", f"thinking type {kind!r}")
+    budget = thinking.get("budget_tokens") if isinstance(thinking, dict) else None
+    most = body.get("max_tokens")
+    if isinstance(budget, int) and isinstance(most, int) and budget >= most:
+        # validate_thinking_budget's 400, which vLLM skips when ids are forwarded
+        raise PassThrough("invalid_request", "thinking.budget_tokens must be below max_tokens")
     return effort
 
 

@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from ttftscope.gateway.passthrough import PassReason, PassThrough
+from ttftscope.gateway.profiles import BASELINE, Profile
 from ttftscope.gateway.vllm_chat import ChatInputs, prepare_chat
 from ttftscope.gateway.vllm_responses_items import one_of, responses_messages
 
@@ -42,7 +43,7 @@ _TOOL_KEYS: Final[dict[str, type]] = {
 }
 
 
-def responses_to_chat(body: Mapping[str, Any]) -> dict[str, Any]:
+def responses_to_chat(body: Mapping[str, Any], profile: Profile = BASELINE) -> dict[str, Any]:
     """The chat body whose rendering is the prompt vLLM 0.32's ``/v1/responses`` renders.
 
     Only what reaches the template is kept. Tool-call functions come out of
@@ -77,7 +78,9 @@ def responses_to_chat(body: Mapping[str, Any]) -> dict[str, Any]:
     return chat
 
 
-def prepare_responses(body: Mapping[str, Any], template_source: str) -> ChatInputs:
+def prepare_responses(
+    body: Mapping[str, Any], template_source: str, profile: Profile = BASELINE
+) -> ChatInputs:
     """The template inputs vLLM 0.32's ``/v1/responses`` renders for ``body``; or PassThrough.
 
     >>> src = "{{ messages[0].tool_calls[0].function | tojson }}"
@@ -86,16 +89,18 @@ def prepare_responses(body: Mapping[str, Any], template_source: str) -> ChatInpu
     >>> i.messages[0]["tool_calls"]
     [{'id': 'c', 'function': {'name': 'f', 'arguments': {'a': 1}}, 'type': 'function'}]
     """
-    return responses_inputs(responses_to_chat(body), template_source)
+    return responses_inputs(responses_to_chat(body, profile), template_source, profile)
 
 
-def responses_inputs(chat: Mapping[str, Any], template_source: str) -> ChatInputs:
+def responses_inputs(
+    chat: Mapping[str, Any], template_source: str, profile: Profile = BASELINE
+) -> ChatInputs:
     """:func:`prepare_responses` from a body :func:`responses_to_chat` already converted.
 
     >>> responses_inputs({"messages": [{"role": "user", "content": "hi"}]}, "x").messages
     [{'role': 'user', 'content': 'hi'}]
     """
-    inputs = prepare_chat(chat, template_source)
+    inputs = prepare_chat(chat, template_source, profile)
     return ChatInputs(
         [_vllm_order(m) for m in inputs.messages], inputs.tools, inputs.template_kwargs
     )
@@ -179,8 +184,30 @@ def _namespace_tools(tool: dict[str, Any]) -> list[dict[str, Any]]:
     return [_tool({**t, "name": f"{name}__{t['name']}"}) for t in inner]
 
 
+def _custom_tool(tool: dict[str, Any]) -> dict[str, Any]:
+    """A freeform (``custom``) tool as the one-string function vLLM shows the model
+    (``tool_parsers/utils.py::custom_tool_as_function_dict``); a grammar is vLLM's 400."""
+    if extra := sorted(tool.keys() - {"type", "name", "description", "format"}):
+        raise PassThrough("unsupported_item", f"custom tool keys {extra}")
+    fmt = tool.get("format")
+    if not (fmt is None or fmt == {"type": "text"}):
+        raise PassThrough("invalid_request", "a custom tool with a grammar format")
+    shim = {
+        "type": "object",
+        "properties": {
+            "input": {"type": "string", "description": "The freeform text payload for this tool."}
+        },
+        "required": ["input"],
+        "additionalProperties": False,
+    }
+    fn = {"type": "function", "name": tool.get("name"), "description": tool.get("description")}
+    return _tool({**fn, "parameters": shim})
+
+
 def _tool(tool: Any) -> dict[str, Any]:
     kind = tool.get("type") if isinstance(tool, dict) else None
+    if kind == "custom":
+        return _custom_tool(tool)
     if kind != "function":  # custom, namespace and built-in tools are rendered otherwise
         raise PassThrough("unsupported_item", f"tool of type {kind!r}")
     if extra := sorted(tool.keys() - _TOOL_KEYS.keys() - {"type"}):

@@ -1,4 +1,4 @@
-"""Responses input items as chat messages, as vLLM 0.32 builds them (for ``vllm_responses``).
+"""Responses input items as chat messages, as vLLM 0.32-0.34 build them (for ``vllm_responses``).
 
 ``entrypoints/openai/responses/utils.py::construct_input_messages``: instructions as a system
 message, then each input item as a message of its own or merged into the assistant message
@@ -11,6 +11,7 @@ would treat otherwise raise ``PassThrough``.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -25,6 +26,7 @@ _ROLES = frozenset({"user", "system", "developer"})
 # Keys whose values vLLM's request models check: items with other keys are not reproduced.
 _ROLE_KEYS = frozenset({"type", "role", "content", "status", "phase", "id"})
 _CALL_KEYS = frozenset({"type", "call_id", "name", "arguments", "id", "status"})
+_CUSTOM_CALL_KEYS = frozenset({"type", "call_id", "name", "input", "id"})
 _OUTPUT_KEYS = frozenset({"type", "call_id", "output", "id", "status"})
 _REASONING_KEYS = frozenset({"type", "id", "summary", "content", "encrypted_content", "status"})
 _OUTPUT_TEXT_KEYS = frozenset({"type", "text", "annotations", "logprobs"})
@@ -84,7 +86,9 @@ def _add_item(messages: list[dict[str, Any]], item: Any) -> None:
         messages.append(_role_message(item))
     elif kind == "function_call":
         _merge(messages, "tool_calls", _tool_call(item))
-    elif kind == "function_call_output":
+    elif kind == "custom_tool_call":
+        _merge(messages, "tool_calls", _custom_call(item))
+    elif kind in ("function_call_output", "custom_tool_call_output"):
         messages.append(_tool_message(item))
     elif kind == "reasoning":
         _merge(messages, "reasoning", _reasoning_text(item))
@@ -186,13 +190,34 @@ def _tool_call(item: dict[str, Any]) -> dict[str, Any]:
     return {"id": item["call_id"], "type": "function", "function": function}
 
 
+def _custom_call(item: dict[str, Any]) -> dict[str, Any]:
+    """A freeform (``custom``) tool call as the function call vLLM shows the model: its input
+    wrapped as ``{"input": …}`` JSON, non-ASCII kept (``encode_custom_tool_input``).
+
+    >>> _custom_call({"type": "custom_tool_call", "call_id": "c", "name": "apply_patch",
+    ...               "input": "*** Begin Patch ü"})["function"]["arguments"]
+    '{"input": "*** Begin Patch ü"}'
+    """
+    _check_keys(item, _CUSTOM_CALL_KEYS, "a custom_tool_call")
+    fields = (item.get("call_id"), item.get("name"))
+    if not all(isinstance(f, str) for f in fields) or not isinstance(item.get("input"), str):
+        raise PassThrough("invalid_request", "a custom_tool_call lacks call_id, name or input")
+    arguments = json.dumps({"input": item["input"]}, ensure_ascii=False)
+    function = {"name": item["name"], "arguments": arguments}
+    return {"id": item["call_id"], "type": "function", "function": function}
+
+
 def _tool_message(item: dict[str, Any]) -> dict[str, Any]:
-    """A function_call_output item as a tool message; a missing call_id stays None."""
-    _check_keys(item, _OUTPUT_KEYS, "a function_call_output")
+    """A function_call_output (or custom_tool_call_output) item as a tool message; a missing
+    call_id stays None."""
+    _check_keys(item, _OUTPUT_KEYS, f"a {item.get('type')}")
     call_id = item.get("call_id")
     if call_id is not None and not isinstance(call_id, str):
         raise PassThrough("invalid_request", "call_id is not a string")
     output = item.get("output")
+    if isinstance(output, list) and item.get("type") == "custom_tool_call_output":
+        # vLLM hands the raw list to the chat parser: not reproduced
+        raise PassThrough("unsupported_item", "a custom_tool_call_output with parts")
     if isinstance(output, list):
         output = _input_text_parts(output)
     elif not isinstance(output, str):

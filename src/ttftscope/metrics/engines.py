@@ -47,6 +47,8 @@ class ServerBreakdown:
     prefill_s: float | None = None
     decode_s: float | None = None
     e2e_s: float | None = None
+    render_s: float | None = None  # vLLM 0.34+: its own rendering and tokenization
+    render_count: float | None = None
     ttft_count: float | None = None
     queue_count: float | None = None
     prefill_count: float | None = None
@@ -177,6 +179,8 @@ def _fill_latencies(out: ServerBreakdown, rd: Reader) -> None:
             out.notes.append(_missing_note(qty, out.engine))
         elif qty == "ttft" and f"{name}_count" not in rd.non_finite:
             out.notes.extend(_ttft_count_notes(count))
+    # measured by vLLM 0.34+ only: an older server's silence is no gap worth a note
+    out.render_s, out.render_count, _ = rd.hist("render")
 
 
 def _ttft_count_notes(count: float | None) -> list[str]:

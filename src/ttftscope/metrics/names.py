@@ -14,7 +14,7 @@ from ttftscope.metrics.histogram import sum_values
 from ttftscope.metrics.prom import SampleView
 
 Engine = Literal["vllm-v1", "vllm-v0", "sglang", "unknown"]
-Quantity = Literal["ttft", "queue", "prefill", "decode", "e2e", "inference"]
+Quantity = Literal["ttft", "queue", "prefill", "decode", "e2e", "inference", "render"]
 
 _V0_MARKERS = (
     "vllm:gpu_prefix_cache_hit_rate",
@@ -33,6 +33,8 @@ HISTOGRAMS: dict[str, dict[Quantity, tuple[str, ...]]] = {
         "decode": ("vllm:request_decode_time_seconds",),
         "e2e": ("vllm:e2e_request_latency_seconds",),
         "inference": ("vllm:request_inference_time_seconds",),
+        # 0.34+: the front end's own templating + tokenization (chat, messages, completions)
+        "render": ("vllm:request_render_duration_seconds",),
     },
     "sglang": {
         "ttft": tuple(p + "time_to_first_token_seconds" for p in _SG),

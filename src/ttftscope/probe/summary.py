@@ -15,6 +15,7 @@ PARTS: tuple[tuple[str, str], ...] = (
     ("queue", "queue_ms"),
     ("prefill", "prefill_ms"),
     ("server_frontend", "server_frontend_ms"),
+    ("server_render", "server_render_ms"),
     ("outside_server", "outside_server_ms"),
     ("serialize", "serialize_ms"),
     ("tokenize", "tokenize_ms"),

@@ -44,6 +44,7 @@ _WIDE: tuple[tuple[str, str], ...] = (
     ("queue", "median_queue_ms"),
     ("prefill", "median_prefill_ms"),
     ("server\nfront end", "median_server_frontend_ms"),
+    ("of it\nrender", "median_server_render_ms"),
     ("outside\nserver", "median_outside_server_ms"),
     ("client\nserialize", "median_serialize_ms"),
     ("client\ntokenize", "median_tokenize_ms"),
@@ -97,7 +98,7 @@ def breakdown_table(summary: Mapping[str, Any], *, wide: bool = False) -> Table:
     >>> breakdown_table({"groups": [], "model": "m"}).row_count
     0
     >>> len(breakdown_table({"groups": []}, wide=True).columns)
-    15
+    16
     """
     columns = _WIDE if wide else _NARROW
     table = Table(

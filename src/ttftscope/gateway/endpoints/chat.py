@@ -14,8 +14,9 @@ from starlette.responses import Response
 
 from ttftscope.gateway.apierrors import openai_error
 from ttftscope.gateway.asgi import ClientGone, Receive, Scope, cancel_status
+from ttftscope.gateway.converts import as_chat
 from ttftscope.gateway.forward import BadAnswer, forward
-from ttftscope.gateway.idpath import as_chat, encode_chat, prepare, takes_ids
+from ttftscope.gateway.idpath import encode_chat, prepare, takes_ids
 from ttftscope.gateway.idsbody import chat_ids_body, splice_ids
 from ttftscope.gateway.inputpolicy import lax_bool, stream_of
 from ttftscope.gateway.jsoncodec import InexactNumber, dumps

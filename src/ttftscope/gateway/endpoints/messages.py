@@ -22,27 +22,25 @@ from starlette.responses import Response
 
 from ttftscope.gateway.apierrors import anthropic_error
 from ttftscope.gateway.asgi import ClientGone, Receive, Scope, cancel_status
+from ttftscope.gateway.converts import messages_as_chat
 from ttftscope.gateway.endpoints.native import serve_native
 from ttftscope.gateway.forward import forward
-from ttftscope.gateway.idpath import chat_inputs, encode_chat, prepare, render_chat, takes_ids
+from ttftscope.gateway.idpath import encode_chat, prepare, takes_ids
 from ttftscope.gateway.passthrough import PassThrough
 from ttftscope.gateway.state import BadRequest, Gateway, internal_error, session_pin
 from ttftscope.gateway.upstreams import Upstream
-from ttftscope.gateway.vllm_chat import ChatInputs
-from ttftscope.gateway.vllm_messages import (
-    disabled_thinking_effort,
-    merges_inline_system,
-    messages_to_chat,
-)
-
-# the effort vLLM probes once per template for thinking "disabled"
-_DISABLED: dict[str, str] = {}
 
 
 async def messages(gw: Gateway, scope: Scope, receive: Receive) -> Response:
     """One Anthropic Messages request, answered by vLLM's ``/v1/messages``."""
     return await serve_native(
-        gw, scope, receive, api="messages", path="/messages", fmt="anthropic", convert=to_chat
+        gw,
+        scope,
+        receive,
+        api="messages",
+        path="/messages",
+        fmt="anthropic",
+        convert=messages_as_chat,
     )
 
 
@@ -80,7 +78,7 @@ async def _count(
     if not isinstance(body.get("model"), str) or not body["model"]:
         return None  # vLLM's 400 says what is wrong
     try:
-        chat, prompt = await prepare(gw, up, body, size, to_chat)
+        chat, prompt = await prepare(gw, up, body, size, messages_as_chat)
         pin = session_pin(scope["headers"], body)
         # no length bound: Claude Code counts to learn when to compact a long conversation
         enc = await encode_chat(gw, up, chat, prompt, pin=pin, api="messages", bounded=False)
@@ -88,32 +86,3 @@ async def _count(
         gw.passthrough(up, exc.reason)
         return None
     return len(enc.ids)
-
-
-def to_chat(up: Upstream, body: dict[str, Any]) -> tuple[dict[str, Any], ChatInputs]:
-    """The chat body vLLM converts ``body`` to on ``up``, and its template inputs
-    (PassThrough when unsure)."""
-    assert up.renderer is not None, "takes_ids() first"
-    merge = merges_inline_system(up.renderer.source)
-    thinking = body.get("thinking")
-    effort = "none"
-    if isinstance(thinking, dict) and thinking.get("type") == "disabled":
-        effort = _disabled_effort(up)
-    chat = messages_to_chat(body, merge_inline_system=merge, disabled_effort=effort)
-    return chat, chat_inputs(up, chat)
-
-
-def _disabled_effort(up: Upstream) -> str:
-    assert up.renderer is not None
-    source = up.renderer.source
-    if source not in _DISABLED:
-
-        def render_hi(effort: str) -> str | None:
-            chat = {"messages": [{"role": "user", "content": "Hi"}], "reasoning_effort": effort}
-            try:
-                return render_chat(up, chat)
-            except PassThrough:
-                return None
-
-        _DISABLED[source] = disabled_thinking_effort(render_hi)
-    return _DISABLED[source]

@@ -17,8 +17,9 @@ from starlette.responses import Response
 
 from ttftscope.gateway.apierrors import ErrorFormat, error_response
 from ttftscope.gateway.asgi import ClientGone, Receive, Scope, cancel_status
+from ttftscope.gateway.converts import Convert
 from ttftscope.gateway.forward import forward
-from ttftscope.gateway.idpath import Convert, encode_chat, prepare, takes_ids
+from ttftscope.gateway.idpath import encode_chat, prepare, takes_ids
 from ttftscope.gateway.idsbody import kv_ids_body
 from ttftscope.gateway.inputpolicy import stream_of
 from ttftscope.gateway.jsoncodec import InexactNumber
