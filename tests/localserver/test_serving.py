@@ -6,6 +6,7 @@ started with are captured where :func:`ttftscope.localserver.process.server_comm
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from ttftscope.config.schema import DEFAULT_TRACE_RECEIVER_PORT
 from ttftscope.errors import LocalServerError
 from ttftscope.localserver import process as ls
 from ttftscope.localserver import state as st
+from ttftscope.localserver.serving import check_same_args
 
 # Written out by hand: what vLLM 0.32 needs for tool_choice "auto" with the tiny model's
 # Hermes-style <tool_call> template, and the span export to the receiver's default port.
@@ -89,16 +91,38 @@ def test_same_args_refuses_a_server_started_with_other_flags(
     assert len(seen) == 1  # nothing else was launched
 
 
-def test_same_args_refuses_a_server_whose_flags_were_not_recorded(
+def test_same_args_reads_the_flags_of_a_server_whose_state_lacks_them(
     cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    capture_args(monkeypatch)
-    server = ls.start(ls.pick_free_port(), wait_s=20, progress=lambda _: None)
+    # a state an older ttftscope wrote has no flags: they are read from the process's argv,
+    # which ends as server_command's fixed part does (--max-model-len N), then the extras
+    use_fake(monkeypatch)
+    fake = ls.server_command
+
+    def command(python: Path, model: Path, port: int, extra: Sequence[str] = ()) -> list[str]:
+        return [*fake(python, model, port, extra), "--max-model-len", "131072", *extra]
+
+    monkeypatch.setattr(ls, "server_command", command)
+    server = ls.start(
+        ls.pick_free_port(), extra_args=SERVER_ARGS, wait_s=20, progress=lambda _: None
+    )
     older = st.LocalServer(server.base_url, server.port, server.pid, server.model, "/l")
     st.write_state(older)  # as an older ttftscope wrote it: no flags
-    adopting = ls.running_server(extra_args=SERVER_ARGS, wait_s=20, same_args=True)
-    with pytest.raises(LocalServerError, match="flags not recorded"), adopting:
-        pytest.fail("adopted a server whose flags are unknown")
+    with ls.running_server(extra_args=SERVER_ARGS, wait_s=20, same_args=True) as adopted:
+        assert adopted == older  # its argv has the wanted flags
+    other = ls.running_server(extra_args=AGENT_FLAGS, wait_s=20, same_args=True)
+    with (
+        pytest.raises(
+            LocalServerError,
+            match=r"other flags \(--enable-auto-tool-choice --tool-call-parser hermes --otlp",
+        ),
+        other,
+    ):
+        pytest.fail("adopted a server started with other flags")
+    st.write_state(dataclasses.replace(older, pid=2**22 + 7))  # no such process: unknown
+    with pytest.raises(LocalServerError, match="flags unknown"):
+        check_same_args(st.read_state() or older, SERVER_ARGS)
+    st.write_state(older)
     assert ls.status() == older  # refused, not stopped
 
 

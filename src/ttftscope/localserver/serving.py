@@ -15,6 +15,7 @@ True
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 from ttftscope.errors import LocalServerError
 from ttftscope.localserver.traces import trace_args
@@ -28,6 +29,31 @@ def default_args(trace_port: int) -> list[str]:
     return [*TOOL_ARGS, *trace_args(trace_port)]
 
 
+def started_args(server: LocalServer) -> tuple[str, ...] | None:
+    """The flags ``server`` was started with beyond the fixed command: its state's, else (a
+    state an older ttftscope wrote) its process's command line after ``--max-model-len N``,
+    where the fixed command ends; None when neither says.
+
+    >>> started_args(LocalServer("u", 1, 2**22 + 7, "m", "/l", args=("--a",)))
+    ('--a',)
+    >>> started_args(LocalServer("u", 1, 2**22 + 7, "m", "/l")) is None  # no such process
+    True
+    """
+    if server.args is not None:
+        return server.args
+    try:
+        argv = Path(f"/proc/{server.pid}/cmdline").read_bytes().decode(errors="replace")
+    except OSError:
+        return None
+    parts = argv.split("\0")[:-1]
+    if _LAST_FIXED not in parts:
+        return None
+    return tuple(parts[parts.index(_LAST_FIXED) + 2 :])
+
+
+_LAST_FIXED = "--max-model-len"  # the last flag of process.server_command's fixed part
+
+
 def check_same_args(server: LocalServer, wanted: Sequence[str]) -> None:
     """Raise unless ``server`` was started with exactly the flags ``wanted``.
 
@@ -38,9 +64,10 @@ def check_same_args(server: LocalServer, wanted: Sequence[str]) -> None:
     ...
     ttftscope.LocalServerError: a local vLLM already runs on port 8000 (pid 1) with other ...
     """
-    if server.args is not None and tuple(server.args) == tuple(wanted):
+    args = started_args(server)
+    if args is not None and args == tuple(wanted):
         return
-    had = "flags not recorded" if server.args is None else " ".join(server.args) or "no flags"
+    had = "flags unknown" if args is None else " ".join(args) or "no flags"
     raise LocalServerError(
         f"a local vLLM already runs on port {server.port} (pid {server.pid}) with other flags "
         f"({had}) than wanted ({' '.join(wanted) or 'no flags'})",
