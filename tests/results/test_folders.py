@@ -57,8 +57,7 @@ def test_deeper_folders_are_named_not_dropped_unsaid(
     notes = [n for r in runs for n in r.notes]
     assert (
         f"{results}: not read: 1 folder(s) with results (nightly/run2), more than 1 levels "
-        "down (pass those folders themselves)"
-        in notes
+        "down (pass those folders themselves)" in notes
     )
     assert len(load_runs([results / "nightly"])) == 1  # passed itself, it is read
 

@@ -127,9 +127,8 @@ def load_runs(paths: Sequence[Path]) -> list[Run]:
 
 
 def read_result_path(path: Path) -> list[RunPart]:
-    """The runs in one result directory and its subfolders (:mod:`.folders`), or in one
-    records file; empty when it holds none. Folders with results that were not read are
-    named in the first part's notes (or in the error when nothing was read).
+    """The runs in one records file, or a directory and its subfolders (:mod:`.folders`:
+    those with results left unread are named in the first part's notes); empty when none.
 
     >>> import tempfile; read_result_path(Path(tempfile.mkdtemp()))
     []
