@@ -78,6 +78,7 @@ class FaultOptions:
     retry_after: str = "7"
     prompt_tokens: int = 11
     cached_tokens: int | None = 8
+    max_model_len: int | None = None  # listed in /v1/models as vLLM does (None: not listed)
     version: str | None = "0.32.0"
     answer_depth: int = 1000
     hold_s: float = 60.0
@@ -187,7 +188,11 @@ def _app(srv: FaultServer, extra: Sequence[BaseRoute]) -> Starlette:
             return HTMLResponse("<html><body>Welcome to nginx!</body></html>")
         if scenario in _STATUS_FAULTS:
             return _status_fault(scenario, request, opts)
-        data = [{"id": m, "object": "model", "owned_by": "test"} for m in opts.models]
+        data: list[dict[str, object]] = [
+            {"id": m, "object": "model", "owned_by": "test"} for m in opts.models
+        ]
+        if opts.max_model_len is not None:
+            data = [{**card, "max_model_len": opts.max_model_len} for card in data]
         return JSONResponse({"object": "list", "data": data})
 
     async def completions(request: Request) -> Response:
