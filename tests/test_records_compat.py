@@ -1,14 +1,10 @@
-"""Records an older ttftscope wrote still read, and the old public name still works, warning."""
+"""Records an older ttftscope wrote still read (files on disk outlive the code that wrote them)."""
 
 from __future__ import annotations
 
 import json
-import warnings
 from pathlib import Path
 
-import pytest
-
-import ttftscope
 from ttftscope.errors import FailureKind
 from ttftscope.records import SCHEMA_VERSION, RecordWriter, RequestRecord, read_records_report
 
@@ -81,16 +77,3 @@ def test_a_record_of_another_version_keeps_its_number() -> None:
         }
     )
     assert rec.schema_version == 7
-
-
-def test_the_old_public_name_warns_and_is_the_new_class() -> None:
-    with pytest.warns(DeprecationWarning, match=r"ttftscope\.RequestRecord"):
-        old = ttftscope.ProbeRecord
-    assert old is RequestRecord
-    assert "ProbeRecord" not in ttftscope.__all__
-
-
-def test_the_new_public_name_does_not_warn() -> None:
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        assert ttftscope.RequestRecord is RequestRecord

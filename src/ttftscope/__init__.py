@@ -7,8 +7,8 @@ and the CLI's start stay fast.
 Names say what they act on (``parse_metrics``, ``summarize_probe``). Coroutines are named like
 functions (``ping``, ``run_probe``, ``stream_completion``); one that has a blocking twin takes
 an ``a`` (``scrape_metrics`` / ``ascrape_metrics``). Each public object shows itself as
-``ttftscope.<name>`` (reprs, tracebacks, ``help``), and pickles under that name. A renamed
-name keeps working for one release, with a ``DeprecationWarning`` that names its successor.
+``ttftscope.<name>`` (reprs, tracebacks, ``help``), and pickles under that name. There is one
+import path per name: no aliases, no old names.
 
 >>> import ttftscope; ttftscope.__version__
 '0.1.0'
@@ -22,7 +22,6 @@ name keeps working for one release, with a ``DeprecationWarning`` that names its
 from __future__ import annotations
 
 import importlib
-import warnings
 from types import FunctionType
 from typing import TYPE_CHECKING
 
@@ -146,27 +145,6 @@ _DEFINED_AS: dict[str, str] = {
     "summarize_probe": "summarize",
 }
 
-# old public name -> (new name, module that defines it): kept for one release, warn on use
-_DEPRECATED: dict[str, tuple[str, str]] = {
-    "ascrape": ("ascrape_metrics", "metrics.scrape"),
-    "breakdown": ("server_breakdown", "metrics.engines"),
-    "delta": ("metrics_delta", "metrics.prom"),
-    "parse": ("parse_metrics", "metrics.prom"),
-    "scrape": ("scrape_metrics", "metrics.scrape"),
-    "summarize": ("summarize_probe", "probe.summary"),
-    "ProbeRecord": ("RequestRecord", "records"),
-}
-
-if TYPE_CHECKING:  # the deprecated names stay typed for callers while they last
-    from ttftscope.metrics.engines import breakdown as breakdown
-    from ttftscope.metrics.prom import delta as delta
-    from ttftscope.metrics.prom import parse as parse
-    from ttftscope.metrics.scrape import ascrape as ascrape
-    from ttftscope.metrics.scrape import scrape as scrape
-    from ttftscope.probe.summary import summarize as summarize
-
-    ProbeRecord = RequestRecord
-
 __all__ = [
     "AuthError",
     "BadResponse",
@@ -251,15 +229,6 @@ def _present(value: object, name: str) -> object:
 
 
 def __getattr__(name: str) -> object:
-    if name in _DEPRECATED:  # never cached, so every use warns
-        new = _DEPRECATED[name][0]
-        warnings.warn(
-            f"ttftscope.{name} is deprecated and will be removed in the next release; "
-            f"use ttftscope.{new}",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return globals()[new] if new in globals() else __getattr__(new)
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'ttftscope' has no attribute {name!r}")

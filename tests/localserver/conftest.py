@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ttftscope.localserver import process as ls
+from ttftscope.localserver.procgroup import stop
 
 
 @pytest.fixture
@@ -15,4 +15,4 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A private cache folder (state file, server log), so no real server is seen or touched."""
     monkeypatch.setenv("TTFTSCOPE_CACHE_DIR", str(tmp_path))
     yield tmp_path
-    ls.stop(grace_s=2.0)  # never leave a stand-in running, whatever the test did
+    stop(grace_s=2.0)  # never leave a stand-in running, whatever the test did

@@ -16,6 +16,7 @@ from ttftscope.config.schema import DEFAULT_BASE_URL
 from ttftscope.errors import LocalServerError
 from ttftscope.localserver import process as ls
 from ttftscope.localserver import state as st
+from ttftscope.localserver.procgroup import stop
 
 
 def test_default_port_is_the_one_commands_default_to() -> None:
@@ -44,7 +45,7 @@ def test_start_uses_port_8000_when_it_is_free(cache: Path, monkeypatch: pytest.M
         assert server.base_url == "http://127.0.0.1:8000/v1"
         assert not any("taken" in line for line in lines)
     finally:
-        assert ls.stop(grace_s=2.0) is True  # free 8000 again at once
+        assert stop(grace_s=2.0) is True  # free 8000 again at once
 
 
 def test_start_moves_off_a_taken_port_8000_and_says_so(

@@ -23,6 +23,7 @@ from ttftscope.errors import LocalServerError
 from ttftscope.localserver import process as ls
 from ttftscope.localserver import state as st
 from ttftscope.localserver.install import install_deps
+from ttftscope.localserver.procgroup import stop
 
 
 def group_pids(pgid: int) -> list[int]:
@@ -96,7 +97,7 @@ def test_install_deps_skips_torch_family_extras_and_foreign_markers() -> None:
 
 def test_status_and_stop_without_server(cache: Path) -> None:
     assert ls.status() is None
-    assert ls.stop() is False
+    assert stop() is False
 
 
 def test_status_drops_state_of_dead_process(cache: Path) -> None:
@@ -124,7 +125,7 @@ def test_start_reuse_and_stop_kill_the_whole_group(
     while len(group_pids(server.pid)) < 2 and time.monotonic() < deadline:
         time.sleep(0.1)
     assert len(group_pids(server.pid)) >= 2  # the stand-in and its child
-    assert ls.stop() is True
+    assert stop() is True
     assert group_pids(server.pid) == []
     assert ls.status() is None
     assert not st.state_path().exists()
@@ -133,7 +134,7 @@ def test_start_reuse_and_stop_kill_the_whole_group(
 def test_stop_falls_back_to_sigkill(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     use_fake(monkeypatch, mode="stubborn")
     server = ls.start(ls.pick_free_port(), wait_s=20, progress=lambda _: None)
-    assert ls.stop(grace_s=0.5) is True
+    assert stop(grace_s=0.5) is True
     assert group_pids(server.pid) == []  # the stand-in ignores SIGTERM: only SIGKILL ends it
 
 
@@ -192,7 +193,7 @@ def test_stop_leaves_unrelated_reused_pid_alone(cache: Path) -> None:
         while not cmdline.read_bytes() and time.monotonic() < deadline:
             time.sleep(0.05)  # a stale pid belongs to a long-running program, not one mid-exec
         st.write_state(st.LocalServer("http://127.0.0.1:9/v1", 9, other.pid, "m", "/l"))
-        assert ls.stop(grace_s=0.5) is False
+        assert stop(grace_s=0.5) is False
         assert other.poll() is None
         assert not st.state_path().exists()
     finally:
@@ -209,9 +210,9 @@ def test_running_server_stops_only_what_it_launched(
     with ls.running_server(wait_s=20) as reused:  # another user's server: reused, kept
         assert reused == first.server
     assert ls.status() == first.server
-    assert ls.stop(only_pid=first.server.pid + 1) is False  # not the recorded server
+    assert stop(only_pid=first.server.pid + 1) is False  # not the recorded server
     assert ls.status() == first.server
-    assert ls.stop(only_pid=first.server.pid) is True
+    assert stop(only_pid=first.server.pid) is True
     with ls.running_server(ls.pick_free_port(), wait_s=20) as own:  # launched: stopped on exit
         assert ls.healthy(own.root_url)
     assert ls.status() is None

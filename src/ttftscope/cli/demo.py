@@ -25,7 +25,7 @@ from ttftscope.cli.probe import ProbeArgs, probe_options, run_probe_command
 from ttftscope.cli.report import report
 from ttftscope.cli.traces import trace_port_for
 from ttftscope.config.schema import GatewaySettings, UpstreamSettings
-from ttftscope.localserver import process
+from ttftscope.localserver import process, procgroup
 from ttftscope.localserver.model import model_dir
 from ttftscope.localserver.serving import default_args
 from ttftscope.localserver.traces import SCHEDULE_DELAY_MS
@@ -190,7 +190,7 @@ def demo(
                 summary, bench_dirs = _probe_and_bench(state, args, url, not no_bench)
     finally:
         if started.launched and not keep_server:
-            process.stop(only_pid=server.pid)
+            procgroup.stop(only_pid=server.pid)
             state.err.print("local vLLM stopped")
     if as_json or "records_path" not in summary:
         return

@@ -12,7 +12,7 @@ from dataclasses import asdict
 import click
 
 from ttftscope.cli.options import cli_state
-from ttftscope.localserver import process
+from ttftscope.localserver import process, procgroup
 from ttftscope.localserver.install import ensure_vllm_venv
 from ttftscope.localserver.model import ensure_tiny_model
 from ttftscope.localserver.serving import default_args
@@ -81,7 +81,7 @@ def start(
 @local_server.command()
 def stop() -> None:
     """Stop the server and every process it started."""
-    click.echo("stopped" if process.stop() else "no local server was running")
+    click.echo("stopped" if procgroup.stop() else "no local server was running")
 
 
 @local_server.command()

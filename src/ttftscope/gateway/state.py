@@ -17,6 +17,7 @@ import gc
 import hmac
 import logging
 import sys
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -86,6 +87,47 @@ def inbound_keys(settings: GatewaySettings, env: Mapping[str, str]) -> list[byte
     return keys
 
 
+class HostTuning:
+    """What a running gateway changes in its process, and gives back when the last one stops.
+
+    ``tune``: ``gc.freeze()`` and a ``SWITCH_INTERVAL_S`` switch interval; ``restore``: unfreeze
+    (unless objects were frozen before) and the interval before. Counted: gateways overlapping
+    in one process (tests, the demo) leave it as the first one found it.
+
+    >>> import sys; before = sys.getswitchinterval(); host = HostTuning()
+    >>> host.tune(); sys.getswitchinterval() == SWITCH_INTERVAL_S
+    True
+    >>> host.restore(); sys.getswitchinterval() == before
+    True
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._users = 0
+        self._interval = 0.0
+        self._unfreeze = False
+
+    def tune(self) -> None:
+        with self._lock:
+            if self._users == 0:
+                self._interval = sys.getswitchinterval()
+                self._unfreeze = gc.get_freeze_count() == 0
+            self._users += 1
+            gc.freeze()
+            sys.setswitchinterval(SWITCH_INTERVAL_S)  # the loop gets the GIL back sooner
+
+    def restore(self) -> None:
+        with self._lock:
+            self._users -= 1
+            if self._users == 0:
+                sys.setswitchinterval(self._interval)
+                if self._unfreeze:
+                    gc.unfreeze()
+
+
+_HOST = HostTuning()  # one per process: gc and the switch interval are process-wide
+
+
 class BadRequest(Exception):
     """The client's request cannot be served; ``status``, a message that says why, and
     headers for the answer (``Retry-After`` on a 503)."""
@@ -117,6 +159,7 @@ class Gateway:
         self.checks: dict[str, UpstreamCheck] = {}  # each ids upstream's conformance check
         self._watch: asyncio.Task[None] | None = None  # re-reads /version (watch_versions)
         self.request_log = RequestLog.from_settings(settings.request_log, settings.log_prompts)
+        self._tuned = False  # holds a share of _HOST's tuning (start to close)
 
     async def start(self) -> None:
         if self.request_log is not None:
@@ -150,8 +193,8 @@ class Gateway:
         # what start-up loaded (tokenizers, templates, engines: ~10^5 objects) lives as long
         # as the gateway: a full collection, which runs on whichever thread allocates (the
         # event loop too), then no longer walks it (~0.1 s each time, measured)
-        gc.freeze()
-        sys.setswitchinterval(SWITCH_INTERVAL_S)  # the loop gets the GIL back sooner
+        _HOST.tune()  # gc.freeze() and a 1 ms switch interval, given back by close()
+        self._tuned = True
 
     async def close(self) -> None:
         if self._watch is not None:
@@ -167,6 +210,9 @@ class Gateway:
             await asyncio.to_thread(self.cold.close, wait=True)
         if self.request_log is not None:
             self.request_log.close()
+        if self._tuned:
+            self._tuned = False
+            _HOST.restore()
 
     # -- request plumbing ----------------------------------------------------------------
     def check_key(self, headers: list[tuple[bytes, bytes]]) -> None:

@@ -5,7 +5,7 @@ whole group is signalled on stop), logs to ``cache_dir()/localserver/server.log`
 itself in ``cache_dir()/localserver/state.json`` so that later calls and other processes find
 and reuse it (:mod:`.state`, which also chooses the port). Installation and the model build
 live in :mod:`.install` and :mod:`.model`; the processes it started, and stopping them, in
-:mod:`.procgroup` (``stop`` is re-exported here).
+:mod:`.procgroup`.
 
 Starting vLLM takes minutes the first time (the e2e tests run it), so not run here::
 
@@ -30,8 +30,7 @@ from ttftscope.errors import LocalServerError
 from ttftscope.localserver.install import ensure_vllm_venv, venv_python
 from ttftscope.localserver.model import ensure_tiny_model
 from ttftscope.localserver.procgroup import STOP_GRACE_S as STOP_GRACE_S
-from ttftscope.localserver.procgroup import children, pid_alive, reap
-from ttftscope.localserver.procgroup import stop as stop
+from ttftscope.localserver.procgroup import children, pid_alive, reap, stop
 from ttftscope.localserver.progress import Progress, Ticker, last_log_line, say_stderr
 from ttftscope.localserver.serving import check_same_args
 from ttftscope.localserver.state import DEFAULT_PORT as DEFAULT_PORT
