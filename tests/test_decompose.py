@@ -65,6 +65,15 @@ def test_queue_plus_prefill_above_ttft_fails_a_check() -> None:
     assert rec.checks["queue_prefill_le_server_ttft"] is False
 
 
+def test_queue_and_prefill_each_below_ttft_but_together_above_fails_the_check() -> None:
+    # 40 + 50 ms > 80 ms server TTFT, though prefill alone (or queue alone) fits: the check
+    # must add both parts (issue 34: a check reading prefill alone passed every other test)
+    rec = _record(_result(), _bd(queue_s=0.040, prefill_s=0.050))
+    assert rec.checks["queue_prefill_le_server_ttft"] is False
+    rec = _record(_result(), _bd(queue_s=0.025, prefill_s=0.050))  # 75 ms: within TTFT
+    assert rec.checks["queue_prefill_le_server_ttft"] is True
+
+
 def test_extra_observations_mark_the_sample() -> None:
     rec = _record(_result(), _bd(ttft_count=2, e2e_count=2))
     assert rec.contaminated
