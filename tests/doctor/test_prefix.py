@@ -7,13 +7,13 @@ before the tests by ``ttftscope local-server install`` (scripts/test.sh).
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ttftscope.doctor.prefix import PrefixDiff, diff_prompts, render_prompt
-from ttftscope.localserver.model import model_dir
 from ttftscope.tokenization.loader import Tokenizer, load_tokenizer
 
 Message = dict[str, object]
@@ -30,12 +30,8 @@ _TOOLS: list[dict[str, object]] = [
 
 
 @pytest.fixture(scope="module")
-def tiny() -> Tokenizer:
-    path = model_dir()
-    assert (path / "tokenizer.json").exists(), (
-        f"no tiny model at {path}: run `ttftscope local-server install` (scripts/test.sh does)"
-    )
-    return load_tokenizer(path)
+def tiny(tiny_dir: Path) -> Tokenizer:
+    return load_tokenizer(tiny_dir)
 
 
 def _system(now: str) -> Message:

@@ -11,13 +11,12 @@ import pytest
 from ttftscope.doctor.rules.text import TextEvidence, text_findings
 from ttftscope.doctor.serverfacts import GatewayFacts
 from ttftscope.findings import Finding
-from ttftscope.localserver.model import model_dir
 from ttftscope.tokenization.loader import Tokenizer, load_tokenizer
 
 
 @pytest.fixture(scope="module")
-def tiny() -> Tokenizer:
-    return load_tokenizer(model_dir())
+def tiny(tiny_dir: Path) -> Tokenizer:
+    return load_tokenizer(tiny_dir)
 
 
 def _log(tmp: Path, bodies: list[dict[str, object]]) -> Path:
