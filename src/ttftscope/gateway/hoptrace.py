@@ -4,7 +4,8 @@ The inbound ``traceparent`` and ``X-Request-Id`` always go on to the upstream (a
 trace reaches vLLM's span whether or not the gateway traces). With tracing on, the gateway
 continues the trace (or starts one): the upstream gets a child context whose span id is the
 gateway's ``upstream`` span, and the stages stamp ``perf_counter_ns`` on a small per-request
-:class:`HopTrace`; its spans are built only after the answer is sent. With tracing off and no
+:class:`HopTrace`; its spans are built only after the answer is sent, by the emitter's
+exporting thread (:meth:`HopTrace.finish` hands it what builds them). With tracing off and no
 trace headers in, there is no object at all: :data:`CURRENT` stays None.
 
 The request's :class:`HopTrace` is found through :data:`CURRENT` (a context variable the
@@ -24,8 +25,10 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from functools import partial
 
 from ttftscope.errors import ConfigError
 from ttftscope.tracing.context import REQUEST_ID, TRACEPARENT, TraceContext, new_context
@@ -79,25 +82,37 @@ class HopTrace:
 
     def spans(self, route: str, status: int) -> list[SpanData]:
         """The ``gateway`` span and one child per stage that ran, as plain data."""
+        return self.finish(route, status)()
+
+    def finish(self, route: str, status: int) -> Callable[[], list[SpanData]]:
+        """The request ends now: what builds its spans (the stamps are final, so any thread
+        may call it, later: the gateway's event loop only stamps)."""
         assert self.ctx is not None, "spans are built only when tracing is on"
         end = time.perf_counter_ns()
         for name in list(self.opened):
             self.close(name)
+        # copies: a pool thread of a request cancelled mid-stage may still stamp its stage
+        done = HopTrace(self.upstream, self.ctx, self.parent_id, self.upstream_id)
+        done.start_ns, done.wall_ns, done.stages = self.start_ns, self.wall_ns, dict(self.stages)
+        done.marks, done.attrs = dict(self.marks), dict(self.attrs)
+        return partial(done._build, route, status, end)
+
+    def _build(self, route: str, status: int, end: int) -> list[SpanData]:
         ctx = self.ctx
+        assert ctx is not None
         root = SpanData(
             name=GATEWAY_SPAN,
             trace_id=ctx.trace_id,
             span_id=ctx.span_id,
             parent_id=self.parent_id,
-            start_ns=self._wall(self.start_ns),
+            start_ns=self.wall_ns,
             end_ns=self._wall(end),
             attributes={"http.route": route, "http.response.status_code": status},
             error=f"status {status}" if status >= 500 else None,
             kind="server",
         )
         out = [root]
-        for name in sorted(self.stages, key=lambda n: self.stages[n][0]):
-            start, stop = self.stages[name]
+        for name, (start, stop) in sorted(self.stages.items(), key=lambda kv: kv[1][0]):
             upstream = name == UPSTREAM
             events = [(m, self._wall(ns)) for m, ns in self.marks.items()] if upstream else []
             out.append(

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from ttftscope.errors import MissingExtra
@@ -34,12 +34,21 @@ ENV_TRACES = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
 ENV_BASE = "OTEL_EXPORTER_OTLP_ENDPOINT"
 # the modules of the ``trace`` extra that emitting needs (cli.extras lists the same)
 TRACE_MODULES = ("opentelemetry.sdk", "opentelemetry.exporter.otlp.proto.http")
+# a credential provider (a requests session from a plugin) is the SDK exporter's to use
+CREDENTIAL_VARS = (
+    "OTEL_PYTHON_EXPORTER_OTLP_HTTP_CREDENTIAL_PROVIDER",
+    "OTEL_PYTHON_EXPORTER_OTLP_HTTP_TRACES_CREDENTIAL_PROVIDER",
+)
 
 
 class SpanEmitter(Protocol):
     """Where finished spans go; :meth:`emit` never blocks on the network."""
 
     def emit(self, service: str, spans: Sequence[SpanData]) -> None: ...
+
+    def emit_later(self, service: str, build: Callable[[], Sequence[SpanData]]) -> None:
+        """The spans ``build()`` returns, built when the emitter gets to them (it may call
+        ``build`` on another thread: it must read only what is already final)."""
 
     def shutdown(self) -> None:
         """Send what is queued, then stop (bounded by the exporter's timeout)."""
@@ -68,9 +77,12 @@ def open_emitter(
 ) -> SpanEmitter | None:
     """An emitter batching spans to the configured endpoint; None when tracing is off.
 
-    ``exporter`` replaces the OTLP exporter (tests pass an in-memory one); it turns tracing
-    on by itself. ``schedule_delay_ms``: how long a batch waits (default the SDK's,
-    ``OTEL_BSP_SCHEDULE_DELAY`` or 5 s); a reader that waits for the spans wants it short.
+    Spans go through :class:`~ttftscope.tracing.batchemit.BatchEmitter` (our encoder, our
+    thread); an ``exporter`` (tests pass an in-memory one, and it turns tracing on by itself)
+    or a credential provider variable selects the SDK's batch processor and exporter instead
+    (:class:`~ttftscope.tracing.otlp.OtlpEmitter`). ``schedule_delay_ms``: how long a batch
+    waits (default ``OTEL_BSP_SCHEDULE_DELAY`` or 5 s); a reader that waits for the spans
+    wants it short.
     Raises :class:`MissingExtra` when tracing is on without the ``trace`` extra.
 
     >>> open_emitter(None, environ={}) is None
@@ -89,7 +101,13 @@ def open_emitter(
         )
         exc.args = (f"{exc.message}\n  hint: {exc.hint}",)
         raise exc
-    from ttftscope.tracing.otlp import OtlpEmitter  # the SDK only when tracing is on
+    # headers, timeout, compression, TLS files and batch sizes: from the process environment,
+    # as the SDK's exporter reads them (``environ`` is only where the endpoint comes from)
+    if url is not None and exporter is None and not any(v in os.environ for v in CREDENTIAL_VARS):
+        from ttftscope.tracing.batchemit import BatchEmitter  # the SDK only when tracing is on
+
+        return BatchEmitter.to(url, os.environ, schedule_delay_ms=schedule_delay_ms)
+    from ttftscope.tracing.otlp import OtlpEmitter
 
     return OtlpEmitter(url, exporter=exporter, schedule_delay_ms=schedule_delay_ms)
 
