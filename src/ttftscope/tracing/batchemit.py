@@ -7,10 +7,11 @@ never builds, encodes or sends a span). The exporting thread wakes every schedul
 (``OTEL_BSP_SCHEDULE_DELAY``, 5 s) or when an eighth of ``OTEL_BSP_MAX_EXPORT_BATCH_SIZE``
 (512) requests wait. It builds their spans, writes them as OTLP protobuf
 (:mod:`~ttftscope.tracing.otlpencode`: the SDK encoder's bytes at a fraction of its cost),
-posts at most that many spans a body (:mod:`~ttftscope.tracing.otlpsend`) and lets the other
-threads run between every few requests it encodes. Beyond ``OTEL_BSP_MAX_QUEUE_SIZE`` (2048)
-queued requests, new ones are dropped and counted, as the SDK drops spans. Resources are the
-SDK's (``Resource.create``: ``OTEL_RESOURCE_ATTRIBUTES`` and ``OTEL_SERVICE_NAME`` merged).
+posts a body once it holds that many spans (a request's spans stay in one body;
+:mod:`~ttftscope.tracing.otlpsend`) and lets the other threads run between every few
+requests it encodes. Beyond ``OTEL_BSP_MAX_QUEUE_SIZE`` (2048) queued requests, new ones
+are dropped and counted, as the SDK drops spans. Resources are the SDK's
+(``Resource.create``: ``OTEL_RESOURCE_ATTRIBUTES`` and ``OTEL_SERVICE_NAME`` merged).
 """
 
 from __future__ import annotations
