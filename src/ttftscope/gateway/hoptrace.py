@@ -34,7 +34,7 @@ from ttftscope.errors import ConfigError
 from ttftscope.tracing.context import REQUEST_ID, TRACEPARENT, TraceContext, new_context
 from ttftscope.tracing.context import parse_traceparent as _parse
 from ttftscope.tracing.names import GATEWAY_SPAN, GATEWAY_STAGES
-from ttftscope.tracing.spans import AttrValue, SpanData
+from ttftscope.tracing.spans import AttrValue, SpanData, SpanKindName
 
 __all__ = ["CURRENT", "UPSTREAM", "HopTrace", "begin", "traced"]
 
@@ -89,49 +89,45 @@ class HopTrace:
         may call it, later: the gateway's event loop only stamps)."""
         assert self.ctx is not None, "spans are built only when tracing is on"
         end = time.perf_counter_ns()
-        for name in list(self.opened):
-            self.close(name)
-        # copies: a pool thread of a request cancelled mid-stage may still stamp its stage
-        done = HopTrace(self.upstream, self.ctx, self.parent_id, self.upstream_id)
-        done.start_ns, done.wall_ns, done.stages = self.start_ns, self.wall_ns, dict(self.stages)
-        done.marks, done.attrs = dict(self.marks), dict(self.attrs)
-        return partial(done._build, route, status, end)
+        if self.opened:
+            for name in list(self.opened):
+                self.close(name)
+        # a copy: a pool thread of a request cancelled mid-stage may still stamp its stage
+        return partial(self._build, route, status, end, dict(self.stages))
 
-    def _build(self, route: str, status: int, end: int) -> list[SpanData]:
+    def _build(
+        self, route: str, status: int, end: int, stages: dict[str, tuple[int, int]]
+    ) -> list[SpanData]:
         ctx = self.ctx
         assert ctx is not None
-        root = SpanData(
-            name=GATEWAY_SPAN,
-            trace_id=ctx.trace_id,
-            span_id=ctx.span_id,
-            parent_id=self.parent_id,
-            start_ns=self.wall_ns,
-            end_ns=self._wall(end),
-            attributes={"http.route": route, "http.response.status_code": status},
-            error=f"status {status}" if status >= 500 else None,
-            kind="server",
-        )
-        out = [root]
-        for name, (start, stop) in sorted(self.stages.items(), key=lambda kv: kv[1][0]):
-            upstream = name == UPSTREAM
-            events = [(m, self._wall(ns)) for m, ns in self.marks.items()] if upstream else []
+        trace_id, own = ctx.trace_id, ctx.span_id
+        shift = self.wall_ns - self.start_ns  # perf_counter_ns to time_ns
+        attrs: dict[str, AttrValue] = {"http.route": route, "http.response.status_code": status}
+        error = f"status {status}" if status >= 500 else None
+        out = [
+            SpanData(
+                GATEWAY_SPAN, trace_id, own, self.parent_id, self.wall_ns, end + shift,
+                attrs, [], error, "server",
+            )
+        ]  # fmt: skip
+        for name, (start, stop) in sorted(stages.items(), key=_started):
+            kind: SpanKindName = "internal"
+            if name == UPSTREAM:
+                events = sorted((ns + shift, m) for m, ns in self.marks.items())
+                span_id, kind = self.upstream_id, "client"
+            else:
+                events, span_id = [], _span_id()
             out.append(
                 SpanData(
-                    name=name,
-                    trace_id=ctx.trace_id,
-                    span_id=self.upstream_id if upstream else _span_id(),
-                    parent_id=ctx.span_id,
-                    start_ns=self._wall(start),
-                    end_ns=self._wall(stop),
-                    attributes=dict(self.attrs.get(name, {})),
-                    events=sorted(events, key=lambda e: e[1]),
-                    kind="client" if upstream else "internal",
+                    name, trace_id, span_id, own, start + shift, stop + shift,
+                    dict(self.attrs.get(name, ())), [(m, ns) for ns, m in events], None, kind,
                 )
-            )
+            )  # fmt: skip
         return out
 
-    def _wall(self, perf_ns: int) -> int:
-        return self.wall_ns + (perf_ns - self.start_ns)
+
+def _started(stage: tuple[str, tuple[int, int]]) -> int:
+    return stage[1][0]
 
 
 CURRENT: ContextVar[HopTrace | None] = ContextVar("ttftscope_hop_trace", default=None)

@@ -36,12 +36,14 @@ _FLAGS_ROOT = b"\x85\x01" + struct.pack("<I", 0x100)
 _FLAGS_CHILD = b"\x85\x01" + struct.pack("<I", 0x300)
 _STATUS_UNSET = b"\x7a\x00"  # the SDK always writes a status, empty when unset
 _Q = struct.Struct("<Q")
+_TIMES = struct.Struct("<BQBQ")  # start_time_unix_nano and end_time_unix_nano, fixed64 each
 _D = struct.Struct("<d")
 _INT64 = 1 << 64
 _CACHE_MAX = 4096
 # encoded fields that repeat from span to span: names, attribute keys and values
 _names: dict[str, bytes] = {}
 _attrs: dict[tuple[str, type, object], bytes] = {}
+_event_parts: dict[str, tuple[bytes, bytes]] = {}  # an event's bytes before and after its time
 
 
 def _varint(n: int) -> bytes:
@@ -81,14 +83,14 @@ def _key_value(key: str, value: object) -> bytes:
     return _field(b"\x0a", key.encode()) + _field(b"\x12", _any_value(value))
 
 
-def _attribute(tag: bytes, key: str, value: object) -> bytes:
-    """One attributes field (``tag``), cached by key, type and value."""
+def _attribute(key: str, value: object) -> bytes:
+    """One ``Span.attributes`` field, cached by key, type and value."""
     cache_key = (key, type(value), value)
     hit = _attrs.get(cache_key)
     if hit is None:
         if len(_attrs) >= _CACHE_MAX:
             _attrs.clear()
-        hit = _attrs[cache_key] = _field(tag, _key_value(key, value))
+        hit = _attrs[cache_key] = _field(b"\x4a", _key_value(key, value))
     return hit
 
 
@@ -103,36 +105,47 @@ def _name(name: str) -> bytes:
 
 def _status(error: str | None) -> bytes:
     if error is None:
-        return _STATUS_UNSET
+        return _STATUS_UNSET  # STATUS_CODE_UNSET, no message
     message = _field(b"\x12", error.encode()) if error else b""
     return _field(b"\x7a", message + b"\x18\x02")  # STATUS_CODE_ERROR
 
 
 def _events(events: Iterable[tuple[str, int]]) -> bytes:
-    return b"".join(
-        _field(b"\x5a", b"\x09" + _Q.pack(ns) + _field(b"\x12", name.encode()))
-        for name, ns in events
-    )
+    """``Span.events`` fields: around each time, what its name makes of it (cached)."""
+    out: list[bytes] = []
+    for name, ns in events:
+        hit = _event_parts.get(name)
+        if hit is None:
+            if len(_event_parts) >= _CACHE_MAX:
+                _event_parts.clear()
+            named = _field(b"\x12", name.encode())
+            hit = _event_parts[name] = (b"\x5a" + _varint(9 + len(named)) + b"\x09", named)
+        out += (hit[0], _Q.pack(ns), hit[1])
+    return b"".join(out)
 
 
 def span_bytes(span: SpanData) -> bytes:
     """``span`` as one ``ScopeSpans.spans`` field (tag, length, ``Span`` message)."""
-    parts = [b"\x0a\x10", bytes.fromhex(span.trace_id), b"\x12\x08", bytes.fromhex(span.span_id)]
-    if span.parent_id is not None:
-        parts += (b"\x22\x08", bytes.fromhex(span.parent_id))
+    parent = span.parent_id
+    parts = [
+        b"\x0a\x10" + bytes.fromhex(span.trace_id),
+        b"\x12\x08" + bytes.fromhex(span.span_id),
+    ]
+    if parent is not None:
+        parts.append(b"\x22\x08" + bytes.fromhex(parent))
     parts += (
         _name(span.name),
         _KINDS[span.kind],
-        b"\x39",
-        _Q.pack(span.start_ns),
-        b"\x41",
-        _Q.pack(span.end_ns),
+        _TIMES.pack(0x39, span.start_ns, 0x41, span.end_ns),
     )
-    parts += [_attribute(b"\x4a", k, v) for k, v in span.attributes.items()]
+    if span.attributes:
+        parts += [_attribute(k, v) for k, v in span.attributes.items()]
     if span.events:
         parts.append(_events(span.events))
-    parts += (_status(span.error), _FLAGS_ROOT if span.parent_id is None else _FLAGS_CHILD)
-    return _field(b"\x12", b"".join(parts))
+    parts += (_status(span.error), _FLAGS_ROOT if parent is None else _FLAGS_CHILD)
+    body = b"".join(parts)
+    size = len(body)
+    return (b"\x12" + bytes((size,)) if size < 0x80 else b"\x12" + _varint(size)) + body
 
 
 class Header(NamedTuple):
