@@ -92,3 +92,10 @@ def test_spans_go_after_the_schedule_delay_and_a_failing_build_drops_only_its_ow
         assert [span.name for _, span in sink.spans()] == ["request"]
         em.shutdown()
     assert em.dropped == 0
+
+
+def test_the_sdks_exporter_is_there_when_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TTFTSCOPE_OTLP_EXPORTER", "sdk")
+    em = open_emitter("http://127.0.0.1:9", environ={})
+    assert isinstance(em, OtlpEmitter)
+    em.shutdown()

@@ -34,6 +34,8 @@ ENV_TRACES = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
 ENV_BASE = "OTEL_EXPORTER_OTLP_ENDPOINT"
 # the modules of the ``trace`` extra that emitting needs (cli.extras lists the same)
 TRACE_MODULES = ("opentelemetry.sdk", "opentelemetry.exporter.otlp.proto.http")
+# the SDK's batch processor and exporter instead of ours (what a proxy, say, needs)
+ENV_EXPORTER = "TTFTSCOPE_OTLP_EXPORTER"
 # a credential provider (a requests session from a plugin) is the SDK exporter's to use
 CREDENTIAL_VARS = (
     "OTEL_PYTHON_EXPORTER_OTLP_HTTP_CREDENTIAL_PROVIDER",
@@ -78,12 +80,14 @@ def open_emitter(
     """An emitter batching spans to the configured endpoint; None when tracing is off.
 
     Spans go through :class:`~ttftscope.tracing.batchemit.BatchEmitter` (our encoder, our
-    thread); an ``exporter`` (tests pass an in-memory one, and it turns tracing on by itself)
-    or a credential provider variable selects the SDK's batch processor and exporter instead
-    (:class:`~ttftscope.tracing.otlp.OtlpEmitter`). ``schedule_delay_ms``: how long a batch
+    thread). The SDK's batch processor and exporter
+    (:class:`~ttftscope.tracing.otlp.OtlpEmitter`) take them instead with an ``exporter``
+    (tests pass an in-memory one; it turns tracing on by itself), a credential provider
+    variable, or ``TTFTSCOPE_OTLP_EXPORTER=sdk`` (say, for an HTTP proxy: the SDK's exporter
+    reads one from the environment, ours does not). ``schedule_delay_ms``: how long a batch
     waits (default ``OTEL_BSP_SCHEDULE_DELAY`` or 5 s); a reader that waits for the spans
-    wants it short.
-    Raises :class:`MissingExtra` when tracing is on without the ``trace`` extra.
+    wants it short. Raises :class:`MissingExtra` when tracing is on without the ``trace``
+    extra.
 
     >>> open_emitter(None, environ={}) is None
     True
@@ -103,13 +107,19 @@ def open_emitter(
         raise exc
     # headers, timeout, compression, TLS files and batch sizes: from the process environment,
     # as the SDK's exporter reads them (``environ`` is only where the endpoint comes from)
-    if url is not None and exporter is None and not any(v in os.environ for v in CREDENTIAL_VARS):
+    if url is not None and exporter is None and not _wants_sdk(os.environ):
         from ttftscope.tracing.batchemit import BatchEmitter  # the SDK only when tracing is on
 
         return BatchEmitter.to(url, os.environ, schedule_delay_ms=schedule_delay_ms)
     from ttftscope.tracing.otlp import OtlpEmitter
 
     return OtlpEmitter(url, exporter=exporter, schedule_delay_ms=schedule_delay_ms)
+
+
+def _wants_sdk(environ: Mapping[str, str]) -> bool:
+    """Whether the SDK's exporter is asked for, or needed (a credential provider plugin)."""
+    chosen = environ.get(ENV_EXPORTER, "").strip().lower() == "sdk"
+    return chosen or any(environ.get(v) for v in CREDENTIAL_VARS)
 
 
 def _traces_url(base: str) -> str:
