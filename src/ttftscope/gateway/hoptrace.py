@@ -120,7 +120,7 @@ class HopTrace:
             out.append(
                 SpanData(
                     name, trace_id, span_id, own, start + shift, stop + shift,
-                    dict(self.attrs.get(name, ())), [(m, ns) for ns, m in events], None, kind,
+                    self.attrs.get(name) or {}, [(m, ns) for ns, m in events], None, kind,
                 )
             )  # fmt: skip
         return out

@@ -43,6 +43,7 @@ _CACHE_MAX = 4096
 # encoded fields that repeat from span to span: names, attribute keys and values
 _names: dict[str, bytes] = {}
 _attrs: dict[tuple[str, type, object], bytes] = {}
+_last_ids: dict[bytes, tuple[str, bytes]] = {}  # per id field: the last hex id and its field
 _event_parts: dict[str, tuple[bytes, bytes]] = {}  # an event's bytes before and after its time
 
 
@@ -124,15 +125,22 @@ def _events(events: Iterable[tuple[str, int]]) -> bytes:
     return b"".join(out)
 
 
+def _id_field(tag: bytes, hex_id: str) -> bytes:
+    """An id field; the last trace id and parent id are kept (a request's spans share them)."""
+    last = _last_ids.get(tag)
+    if last is not None and last[0] == hex_id:
+        return last[1]
+    encoded = tag + bytes.fromhex(hex_id)
+    _last_ids[tag] = (hex_id, encoded)
+    return encoded
+
+
 def span_bytes(span: SpanData) -> bytes:
     """``span`` as one ``ScopeSpans.spans`` field (tag, length, ``Span`` message)."""
     parent = span.parent_id
-    parts = [
-        b"\x0a\x10" + bytes.fromhex(span.trace_id),
-        b"\x12\x08" + bytes.fromhex(span.span_id),
-    ]
+    parts = [_id_field(b"\x0a\x10", span.trace_id), b"\x12\x08" + bytes.fromhex(span.span_id)]
     if parent is not None:
-        parts.append(b"\x22\x08" + bytes.fromhex(parent))
+        parts.append(_id_field(b"\x22\x08", parent))
     parts += (
         _name(span.name),
         _KINDS[span.kind],

@@ -33,7 +33,7 @@ AttrValue = str | int | float | bool
 SpanKindName = Literal["client", "server", "internal"]
 
 
-@dataclass
+@dataclass(slots=True)
 class SpanData:
     """One finished span: ids as hex, times in nanoseconds since the epoch."""
 
