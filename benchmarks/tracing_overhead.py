@@ -11,8 +11,10 @@ gateway continues the client's trace: 6 spans a request. Rounds rotate which gat
 first; each round sends ``--requests`` chats through 64 concurrent streams.
 
 Figures: requests a second, client TTFT (first content event) p50/p99, and the gateway's
-CPU per request (user + system, from /proc), for each; what tracing adds to the CPU per
-request (``tracing_cpu_us_per_request``: on − off, in microseconds; ``..._sdk``: on_sdk − off);
+CPU per request (user + system, from /proc), for each, and how it splits between the event
+loop's thread and the others (the exporter, the work pool); what tracing adds to the CPU per
+request (``tracing_cpu_us_per_request``: on − off, in microseconds;
+``tracing_cpu_us_sdk_per_request``: on_sdk − off);
 each sink's counts. Also, in this process, what the off path adds per request to the hot path
 (reading the trace headers, and the stages' look-ups that find tracing off), in nanoseconds,
 and the CPU of each stage of a traced request on both paths (``tracing_stages.py``). The last
@@ -27,6 +29,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import sys
 import time
@@ -107,18 +110,35 @@ def off_path_ns(loops: int = 200_000) -> dict[str, float]:
     }
 
 
+def threads_cpu_s(pid: int) -> tuple[float, float]:
+    """User + system CPU seconds so far of process ``pid``'s main thread (its event loop),
+    and of its other threads together (the exporter, the work pool)."""
+    main = other = 0.0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            seconds = cpu_s(pid, f"/task/{tid}")
+        except OSError:  # a thread that ended
+            continue
+        if int(tid) == pid:
+            main = seconds
+        else:
+            other += seconds
+    return main, other
+
+
 def measure(urls: dict[str, str], pids: dict[str, int], rounds: int, requests: int) -> Any:
     ttfts: dict[str, list[float]] = {name: [] for name in urls}
     wall = dict.fromkeys(urls, 0.0)
-    cpu = dict.fromkeys(urls, 0.0)
+    cpu = {name: [0.0, 0.0, 0.0] for name in urls}  # the process, its main thread, the rest
     names = list(urls)
     for name in names:  # warm-up: connections, caches, the first encodes
         asyncio.run(_round(urls[name], STREAMS * 2))
     for i in range(rounds):
         for name in names[i % len(names) :] + names[: i % len(names)]:
-            c0 = cpu_s(pids[name])
+            c0 = (cpu_s(pids[name]), *threads_cpu_s(pids[name]))
             got, seconds = asyncio.run(_round(urls[name], requests))
-            cpu[name] += cpu_s(pids[name]) - c0
+            c1 = (cpu_s(pids[name]), *threads_cpu_s(pids[name]))
+            cpu[name] = [acc + b - a for acc, a, b in zip(cpu[name], c0, c1, strict=True)]
             ttfts[name] += got
             wall[name] += seconds
     return ttfts, wall, cpu
@@ -128,12 +148,14 @@ def _q(values: list[float], q: float) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1]
 
 
-def _row(total: int, ttfts: list[float], wall: float, cpu: float) -> dict[str, float]:
+def _row(total: int, ttfts: list[float], wall: float, cpu: list[float]) -> dict[str, float]:
     return {
         "req_per_s": round(total / wall, 1),
         "ttft_ms_p50": round(statistics.median(ttfts), 3),
         "ttft_ms_p99": round(_q(ttfts, 99), 3),
-        "cpu_ms_per_request": round(cpu * 1000 / total, 4),
+        "cpu_ms_per_request": round(cpu[0] * 1000 / total, 4),
+        "loop_thread_cpu_us": round(cpu[1] * 1e6 / total, 1),
+        "other_threads_cpu_us": round(cpu[2] * 1e6 / total, 1),
     }
 
 
@@ -169,6 +191,38 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any]]:
     return result, got
 
 
+COLUMNS = (
+    ("req/s", "req_per_s", 8),
+    ("ttft p50", "ttft_ms_p50", 9),
+    ("ttft p99", "ttft_ms_p99", 9),
+    ("cpu ms/req", "cpu_ms_per_request", 11),
+    ("loop us", "loop_thread_cpu_us", 8),
+    ("others us", "other_threads_cpu_us", 9),
+)
+
+
+def _print_table(result: dict[str, Any]) -> None:
+    print(f"{'':6}" + "".join(f" {title:>{w}}" for title, _, w in COLUMNS))
+    for name in ("off", "on", "on_sdk"):
+        print(f"{name:6}" + "".join(f" {result[f'{name}_{k}']:>{w}}" for _, k, w in COLUMNS))
+
+
+def _derived(result: dict[str, Any], sinks: dict[str, Any]) -> None:
+    """What tracing adds, from the rows; what each sink received."""
+    off = result["off_cpu_ms_per_request"]
+    for name, key in (("on", "tracing_cpu_us"), ("on_sdk", "tracing_cpu_us_sdk")):
+        result[key + "_per_request"] = round((result[f"{name}_cpu_ms_per_request"] - off) * 1000, 1)
+    result["cpu_ratio_on_off"] = round(result["on_cpu_ms_per_request"] / off, 3)
+    result["ttft_p50_on_minus_off_ms"] = round(
+        result["on_ttft_ms_p50"] - result["off_ttft_ms_p50"], 3
+    )
+    warm = STREAMS * 2  # the warm-up requests are traced too
+    result["spans_sent"] = 6 * (result["requests_per_mode"] + warm)
+    for name, got in sinks.items():
+        prefix = "sink" if name == "on" else "sink_sdk"
+        result.update({f"{prefix}_{k}": v for k, v in got.items()})
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=4)
@@ -179,31 +233,13 @@ def main() -> None:
     if args.quick:
         args.rounds, args.requests = 2, 256
     result, sinks = run(args)
-    total = result["requests_per_mode"]
-    print(f"{STREAMS} streams, {total} requests per gateway, {args.rounds} rounds")
-    print(f"{'':6} {'req/s':>8} {'ttft p50':>9} {'ttft p99':>9} {'cpu ms/req':>11}")
-    for name in ("off", "on", "on_sdk"):
-        row = [result[f"{name}_{k}"] for k in ("req_per_s", "ttft_ms_p50", "ttft_ms_p99")]
-        cpu = result[f"{name}_cpu_ms_per_request"]
-        print(f"{name:6} {row[0]:>8} {row[1]:>9} {row[2]:>9} {cpu:>11}")
-    off = result["off_cpu_ms_per_request"]
-    for name, key in (
-        ("on", "tracing_cpu_us_per_request"),
-        ("on_sdk", "tracing_cpu_us_per_request_sdk"),
-    ):
-        result[key] = round((result[f"{name}_cpu_ms_per_request"] - off) * 1000, 1)
-    result["cpu_ratio_on_off"] = round(result["on_cpu_ms_per_request"] / off, 3)
-    result["ttft_p50_on_minus_off_ms"] = round(
-        result["on_ttft_ms_p50"] - result["off_ttft_ms_p50"], 3
-    )
-    warm = STREAMS * 2  # the warm-up requests are traced too
-    result["spans_sent"] = 6 * (total + warm)
-    for name, got in sinks.items():
-        prefix = "sink" if name == "on" else "sink_sdk"
-        result.update({f"{prefix}_{k}": v for k, v in got.items()})
+    print(f"{STREAMS} streams, {result['requests_per_mode']} requests per gateway, ", end="")
+    print(f"{args.rounds} rounds")
+    _print_table(result)
+    _derived(result, sinks)
     print(
         f"tracing adds {result['tracing_cpu_us_per_request']} us of gateway CPU a request "
-        f"({result['tracing_cpu_us_per_request_sdk']} us on the SDK's path); sinks got "
+        f"({result['tracing_cpu_us_sdk_per_request']} us on the SDK's path); sinks got "
         f"{result['sink_spans']} and {result['sink_sdk_spans']} of {result['spans_sent']} spans"
     )
     result.update(off_path_ns())
