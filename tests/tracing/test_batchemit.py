@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from functools import partial
-
 import pytest
 
 from tests.tracing.otlpsink import OtlpSink
-from tests.tracing.test_otlpencode import _client_span, _gateway_spans
+from tests.tracing.test_otlpencode import _client_span, _finished, _gateway_spans
 from ttftscope.tracing.batchemit import BatchEmitter
 from ttftscope.tracing.emit import open_emitter
 from ttftscope.tracing.otlp import OtlpEmitter
@@ -21,13 +19,14 @@ def _ours(url: str) -> BatchEmitter:
 
 
 def test_it_posts_the_export_the_sdks_batch_processor_and_exporter_post() -> None:
-    requests = [_gateway_spans(200, inbound=True) for _ in range(3)]
+    # the gateway's requests as it hands them over: ours writes them, the SDK's gets SpanData
+    requests = [_finished(200, inbound=True), _finished(503, inbound=False)]
     client = _client_span(False)
     with OtlpSink() as ours, OtlpSink() as sdk:
         for em in (_ours(ours.url), OtlpEmitter(sdk.url + "/v1/traces")):
             em.emit("ttftscope", [client])
-            for spans in requests:
-                em.emit_later("ttftscope-gateway", partial(list, spans))
+            for done in requests:
+                em.emit_later("ttftscope-gateway", done)
             em.shutdown()
     (got,), (want,) = ours.exports, sdk.exports
     assert got.request == want.request
@@ -83,10 +82,14 @@ def test_spans_go_after_the_schedule_delay_and_a_failing_build_drops_only_its_ow
     with OtlpSink() as sink:
         em = BatchEmitter.to(sink.url, {}, schedule_delay_ms=10)
 
-        def broken() -> list[SpanData]:
-            raise RuntimeError("a bug in a span builder")
+        class Broken:
+            def spans(self) -> list[SpanData]:
+                raise RuntimeError("a bug in a span builder")
 
-        em.emit_later("g", broken)
+            def span_fields(self) -> list[bytes]:
+                raise RuntimeError("a bug in a span writer")
+
+        em.emit_later("g", Broken())
         em.emit("g", [_client_span(True)])
         assert sink.arrived.wait(30)  # no shutdown: the schedule delay sent it
         assert [span.name for _, span in sink.spans()] == ["request"]

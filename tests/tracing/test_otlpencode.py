@@ -16,7 +16,7 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from ttftscope.errors import FailureKind
-from ttftscope.gateway.hoptrace import begin
+from ttftscope.gateway.hoptrace import FinishedHop, begin
 from ttftscope.records import RequestRecord
 from ttftscope.tracing.context import new_context
 from ttftscope.tracing.names import ENCODED_TOKENS, REUSED_TOKENS
@@ -41,8 +41,8 @@ def _sdks(spans: list[SpanData], service: str = SERVICE) -> ExportTraceServiceRe
     return encode_spans([_readable(s, res) for s in spans])
 
 
-def _gateway_spans(status: int, inbound: bool) -> list[SpanData]:
-    """A request's spans as the gateway makes them: every stage, token counts, two events."""
+def _finished(status: int, inbound: bool) -> FinishedHop:
+    """A request as the gateway hands it over: every stage, token counts, two events."""
     headers = [(b"traceparent", new_context().traceparent.encode())] if inbound else []
     hop = begin(headers, on=True)
     assert hop is not None
@@ -54,7 +54,11 @@ def _gateway_spans(status: int, inbound: bool) -> list[SpanData]:
     hop.open("upstream")
     hop.mark("first_byte")
     hop.mark("first_token")
-    return hop.finish("/v1/chat/completions", status)()
+    return hop.finish("/v1/chat/completions", status)
+
+
+def _gateway_spans(status: int, inbound: bool) -> list[SpanData]:
+    return _finished(status, inbound).spans()
 
 
 def _client_span(ok: bool) -> SpanData:
@@ -84,6 +88,20 @@ def test_what_ours_writes_decodes_to_the_trace_the_sdks_decodes_to() -> None:
     assert [s.parent_span_id for s in ours[1:6]] == [gateway.span_id] * 5
     assert ours[4].attributes == {REUSED_TOKENS: 120, ENCODED_TOKENS: 0}
     assert [e.name for e in ours[5].events] == ["first_byte", "first_token"]
+
+
+def test_a_requests_spans_written_at_once_are_what_each_span_makes_and_what_the_sdk_writes() -> (
+    None
+):
+    for status, inbound in ((200, True), (200, False), (502, True)):
+        done = _finished(status, inbound)
+        fields = done.span_fields()
+        assert fields == [span_bytes(s) for s in done.spans()]
+        res = _Resource.of(SERVICE)
+        head = resource_header(dict(res.attributes), schema_url=res.schema_url)  # type: ignore[arg-type]
+        request = ExportTraceServiceRequest()
+        request.ParseFromString(export_body({head: fields}))
+        assert request == _sdks(done.spans())
 
 
 _values = st.one_of(

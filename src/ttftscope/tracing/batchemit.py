@@ -2,10 +2,10 @@
 
 What :func:`~ttftscope.tracing.emit.open_emitter` returns for an endpoint. The caller's
 thread only queues: :meth:`BatchEmitter.emit` a list of spans, :meth:`BatchEmitter.emit_later`
-a function that builds them (the gateway's event loop hands over its request's stamps and
-never builds, encodes or sends a span). The exporting thread wakes every schedule delay
-(``OTEL_BSP_SCHEDULE_DELAY``, 5 s) or when an eighth of ``OTEL_BSP_MAX_EXPORT_BATCH_SIZE``
-(512) requests wait. It builds their spans, writes them as OTLP protobuf
+a :class:`~ttftscope.tracing.spans.SpanSource` that writes them (the gateway's event loop
+hands over its request's stamps and never builds, encodes or sends a span). The exporting
+thread wakes every schedule delay (``OTEL_BSP_SCHEDULE_DELAY``, 5 s) or when an eighth of
+``OTEL_BSP_MAX_EXPORT_BATCH_SIZE`` (512) requests wait. It writes their spans as OTLP protobuf
 (:mod:`~ttftscope.tracing.otlpencode`: the SDK encoder's bytes at a fraction of its cost),
 posts a body once it holds that many spans (a request's spans stay in one body;
 :mod:`~ttftscope.tracing.otlpsend`) and lets the other threads run between every few
@@ -20,13 +20,13 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 
 from ttftscope.tracing.otlpencode import Header, export_body, resource_header, span_bytes
 from ttftscope.tracing.otlpsend import OtlpSender, SendConfig
-from ttftscope.tracing.spans import SpanData
+from ttftscope.tracing.spans import SpanData, SpanSource
 
 __all__ = ["BatchEmitter"]
 
@@ -34,7 +34,11 @@ _log = logging.getLogger(__name__)
 _YIELD_EVERY = 32  # requests encoded (~0.4 ms) between two chances for others to take the GIL
 _YIELD_S = 20e-6  # a sleep, not sleep(0): that gives the GIL back only if no one else takes it
 
-Spans = Sequence[SpanData] | Callable[[], Sequence[SpanData]]
+Spans = Sequence[SpanData] | SpanSource
+
+
+def _fields(spans: Sequence[SpanData]) -> list[bytes]:
+    return [span_bytes(s) for s in spans]
 
 
 def _int_env(environ: Mapping[str, str], name: str, default: int) -> int:
@@ -77,9 +81,9 @@ class BatchEmitter:
     def emit(self, service: str, spans: Sequence[SpanData]) -> None:
         self._put(service, spans)
 
-    def emit_later(self, service: str, build: Callable[[], Sequence[SpanData]]) -> None:
-        """``build()``'s spans, built on the exporting thread."""
-        self._put(service, build)
+    def emit_later(self, service: str, source: SpanSource) -> None:
+        """The spans of ``source``, written on the exporting thread."""
+        self._put(service, source)
 
     def shutdown(self) -> None:
         """Send what is queued (within the sender's timeout), then stop the thread."""
@@ -116,9 +120,9 @@ class BatchEmitter:
         count = 0
         for i in range(len(self._queue)):
             service, spans = self._queue.popleft()
-            built = spans() if callable(spans) else spans
-            groups.setdefault(self._header(service), []).extend(map(span_bytes, built))
-            count += len(built)
+            fields = spans.span_fields() if hasattr(spans, "span_fields") else _fields(spans)
+            groups.setdefault(self._header(service), []).extend(fields)
+            count += len(fields)
             if count >= self._batch:
                 self._sender.send(export_body(groups))
                 groups, count = {}, 0

@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from ttftscope.errors import MissingExtra
-from ttftscope.tracing.spans import SpanData
+from ttftscope.tracing.spans import SpanData, SpanSource
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace.export import SpanExporter
@@ -48,9 +48,8 @@ class SpanEmitter(Protocol):
 
     def emit(self, service: str, spans: Sequence[SpanData]) -> None: ...
 
-    def emit_later(self, service: str, build: Callable[[], Sequence[SpanData]]) -> None:
-        """The spans ``build()`` returns, built when the emitter gets to them (it may call
-        ``build`` on another thread: it must read only what is already final)."""
+    def emit_later(self, service: str, source: SpanSource) -> None:
+        """The spans of ``source``, built when the emitter gets to them."""
 
     def shutdown(self) -> None:
         """Send what is queued, then stop (bounded by the exporter's timeout)."""

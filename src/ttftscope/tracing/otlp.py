@@ -9,7 +9,7 @@ ids that went out in ``traceparent`` and the times already measured, then handed
 request runs, and no id generator to steer (a tracer makes its own ids and reads the clock).
 
 >>> from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
->>> from ttftscope.tracing.spans import SpanData
+>>> from ttftscope.tracing.spans import SpanData, SpanSource
 >>> sink = InMemorySpanExporter()
 >>> em = OtlpEmitter(None, exporter=sink)
 >>> em.emit("svc", [SpanData("s", "ab" * 16, "cd" * 8, None, 1, 2)])
@@ -20,7 +20,7 @@ request runs, and no id generator to steer (a tracer makes its own ids and reads
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import Event, ReadableSpan
@@ -29,7 +29,7 @@ from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, SpanKind, TraceFlags
 from opentelemetry.trace.status import Status, StatusCode
 
-from ttftscope.tracing.spans import SpanData
+from ttftscope.tracing.spans import SpanData, SpanSource
 
 __all__ = ["OtlpEmitter"]
 
@@ -64,8 +64,8 @@ class OtlpEmitter:
         for span in spans:
             self._processor.on_end(_readable(span, resource))
 
-    def emit_later(self, service: str, build: Callable[[], Sequence[SpanData]]) -> None:
-        self.emit(service, build())
+    def emit_later(self, service: str, source: SpanSource) -> None:
+        self.emit(service, source.spans())
 
     def shutdown(self) -> None:
         self._processor.shutdown()  # type: ignore[no-untyped-call]
