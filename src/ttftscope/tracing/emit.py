@@ -94,6 +94,20 @@ def open_emitter(
     url = traces_endpoint(otlp_endpoint, os.environ if environ is None else environ)
     if url is None and exporter is None:
         return None
+    _check_extra(command)
+    # headers, timeout, compression, TLS files and batch sizes: from the process environment,
+    # as the SDK's exporter reads them (``environ`` is only where the endpoint comes from)
+    if url is not None and exporter is None and not _wants_sdk(os.environ):
+        from ttftscope.tracing.batchemit import BatchEmitter  # the SDK only when tracing is on
+
+        return BatchEmitter.to(url, os.environ, schedule_delay_ms=schedule_delay_ms)
+    from ttftscope.tracing.otlp import OtlpEmitter
+
+    return OtlpEmitter(url, exporter=exporter, schedule_delay_ms=schedule_delay_ms)
+
+
+def _check_extra(command: str) -> None:
+    """Raise :class:`MissingExtra` unless the ``trace`` extra is installed."""
     missing = tuple(m for m in TRACE_MODULES if importlib.util.find_spec(m) is None)
     if missing:
         exc = MissingExtra("trace", missing, command=command)
@@ -104,15 +118,6 @@ def open_emitter(
         )
         exc.args = (f"{exc.message}\n  hint: {exc.hint}",)
         raise exc
-    # headers, timeout, compression, TLS files and batch sizes: from the process environment,
-    # as the SDK's exporter reads them (``environ`` is only where the endpoint comes from)
-    if url is not None and exporter is None and not _wants_sdk(os.environ):
-        from ttftscope.tracing.batchemit import BatchEmitter  # the SDK only when tracing is on
-
-        return BatchEmitter.to(url, os.environ, schedule_delay_ms=schedule_delay_ms)
-    from ttftscope.tracing.otlp import OtlpEmitter
-
-    return OtlpEmitter(url, exporter=exporter, schedule_delay_ms=schedule_delay_ms)
 
 
 def _wants_sdk(environ: Mapping[str, str]) -> bool:
