@@ -65,17 +65,17 @@ def test_a_body_holds_about_a_batch_of_spans_and_a_request_stays_whole(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "7")
-    requests = [_gateway_spans(200, inbound=False) for _ in range(3)]
+    requests = [_gateway_spans(200, inbound=False) for _ in range(5)]
     with OtlpSink() as sink:
         em = _ours(sink.url)
         for spans in requests:
             em.emit("g", spans)
-        em.emit("g", [_client_span(True)])
         em.shutdown()
-    sizes = [len(e.spans()) for e in sink.exports]
-    assert sum(sizes) == 19 and all(size in (1, 7, 12) for size in sizes), sizes
-    got = [span.span_id.hex() for _, span in sink.spans()]
-    assert got == [s.span_id for spans in requests for s in spans] + [got[-1]]
+    # however the thread's wake-ups fall: a body is sent once it holds 7 spans or more, so
+    # none holds more than 6 + 6; a request's 6 spans are never split; none is lost or moved
+    bodies = [[span.span_id.hex() for _, span in e.spans()] for e in sink.exports]
+    assert all(0 < len(body) <= 12 and len(body) % 6 == 0 for body in bodies), bodies
+    assert [i for body in bodies for i in body] == [s.span_id for r in requests for s in r]
 
 
 def test_spans_go_after_the_schedule_delay_and_a_failing_build_drops_only_its_own() -> None:
