@@ -37,8 +37,16 @@ _YIELD_S = 20e-6  # a sleep, not sleep(0): that gives the GIL back only if no on
 Spans = Sequence[SpanData] | SpanSource
 
 
-def _fields(spans: Sequence[SpanData]) -> list[bytes]:
-    return [span_bytes(s) for s in spans]
+def _written(spans: Spans) -> Sequence[bytes]:
+    """The spans as ``ScopeSpans.spans`` fields; none when writing them fails (a bug in one
+    request's spans drops those only)."""
+    try:
+        if hasattr(spans, "span_fields"):
+            return spans.span_fields()
+        return [span_bytes(s) for s in spans]
+    except Exception:
+        _log.exception("spans that cannot be written are dropped")
+        return ()
 
 
 def _int_env(environ: Mapping[str, str], name: str, default: int) -> int:
@@ -110,7 +118,7 @@ class BatchEmitter:
             stopping = self._stopped
             try:
                 self._export_queued()
-            except Exception:  # a bad span must not end the thread: what follows still goes
+            except Exception:  # nothing must end the thread: what follows still goes
                 _log.exception("OTLP export failed; its spans are dropped")
             if stopping:
                 return
@@ -120,7 +128,7 @@ class BatchEmitter:
         count = 0
         for i in range(len(self._queue)):
             service, spans = self._queue.popleft()
-            fields = spans.span_fields() if hasattr(spans, "span_fields") else _fields(spans)
+            fields = _written(spans)
             groups.setdefault(self._header(service), []).extend(fields)
             count += len(fields)
             if count >= self._batch:
