@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
+from tests.tiers import marks_for
 from tests.tokenizer_fixtures.fixtures import FAMILIES, build_all
 from tests.tokenizer_fixtures.tiny import tiny_tokenizer_dir
 from ttftscope.tokenization.loader import Tokenizer, load_tokenizer
@@ -24,6 +25,16 @@ from ttftscope.tokenization.loader import Tokenizer, load_tokenizer
 # a loaded 2-core machine a workload property took 252 ms once and failed the suite.
 settings.register_profile("ttftscope", deadline=None)
 settings.load_profile("ttftscope")
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by them
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tier markers by folder and file (:mod:`tests.tiers`)."""
+    root = config.rootpath
+    for item in items:
+        path = item.path.relative_to(root).as_posix() if item.path.is_relative_to(root) else ""
+        for mark in marks_for(path):
+            item.add_marker(mark)
 
 
 @pytest.fixture
