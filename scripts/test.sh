@@ -46,5 +46,5 @@ if [ "$#" -gt 0 ]; then floor=(--cov-fail-under=0); fi
 .venv/bin/pytest -p no:cacheprovider -m "" --cov --cov-report= "${floor[@]}" "$@"
 # a run narrowed by arguments stops here; the whole run also seeds breaks the tests must catch
 if [ "$#" -gt 0 ]; then exit 0; fi
-echo "== seeded breaks (scripts/mutations.py: each must turn its tests red; ~2 min)"
+echo "== seeded breaks (scripts/mutations.py: each must turn its tests red; 30 s to 2 min)"
 .venv/bin/python scripts/mutations.py
