@@ -10,7 +10,8 @@ not a pass: the list follows the code.
 A hand-written list rather than mutmut: mutmut generates every operator and constant change
 of the files it is given (thousands for decompose, stats, sessions and profiles) and runs the
 tests for each; here, each break is one the issue found surviving or one a reviewer would
-seed, with the few test files that must catch it, so the whole check fits in CI (30 s here, 2 min on a busy machine).
+seed, with the few test files that must catch it, so the whole check fits in CI (30 s
+here, 2 min on a busy machine).
 
     .venv/bin/python scripts/mutations.py            # every break, then the table
     .venv/bin/python scripts/mutations.py --list     # the breaks and their tests
