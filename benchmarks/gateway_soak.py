@@ -14,8 +14,9 @@ gateway's own share, however loaded the machine is. Phases:
 
 1. idle: small chats alone for ``--idle-s``;
 2. cold: ``--cold`` cold conversations of ~``--tokens`` tokens in flight at all times (a new
-   one starts when one is answered) until ``--cold-chats`` pairs have been timed (or the
-   conversations run out): the gateway-added p99 while cold prompts encode, the headline;
+   one starts when one is answered: a conversation's first turn under a system prompt that
+   starts differently, so nothing cached shares its prefix) until ``--cold-chats`` pairs
+   have been timed: the gateway-added p99 while cold prompts encode, the headline;
 3. churn (unless ``--no-churn``): every conversation (``--conversations``), cold then
    ``--turns - 1`` warm turns (a tool result and a reply appended), ``--concurrency`` at a
    time; one client in four reads its stream slowly and one in eight leaves after the first
@@ -201,6 +202,15 @@ async def with_small_chats(
     run.seconds[name] = time.perf_counter() - t0
 
 
+def cold_variant(conv: Conversation, k: int) -> Conversation:
+    """``conv``'s first turn under a system prompt that starts differently (``k``): a prompt
+    no cached one shares a prefix with, however many have been sent (not verified)."""
+    system, *rest = conv.messages
+    messages = [{**system, "content": f"[cold {k}] " + system["content"]}, *rest]
+    body = {"model": MODEL, "messages": messages, "max_tokens": 16, "stream": True}
+    return Conversation(-1 - k, messages, turns=[orjson.dumps(body)])
+
+
 async def cold_phase(
     client: aiohttp.ClientSession,
     url: str,
@@ -209,15 +219,13 @@ async def cold_phase(
     convs: list[Conversation],
 ) -> None:
     """``--cold`` cold conversations in flight at all times until ``--cold-chats`` pairs are
-    timed or every conversation has been sent."""
-    fresh = iter(convs)
+    timed: each a variant of one of ``convs`` that nothing cached shares a prefix with."""
 
     async def lane() -> None:
         while len(run.pairs["cold"].gateway) < args.cold_chats:
-            conv = next(fresh, None)
-            if conv is None:
-                return
+            k = run.cold_conversations
             run.cold_conversations += 1
+            conv = cold_variant(convs[k % len(convs)], k)
             await turn(client, url, conv, 0, "normal", run.tally)
 
     await asyncio.gather(*(lane() for _ in range(args.cold)))
@@ -230,14 +238,12 @@ async def churn_phase(
     run: Run,
     convs: list[Conversation],
 ) -> None:
-    """Every conversation's turns (those sent cold from their second), ``--concurrency`` at
-    a time."""
+    """Every conversation's turns, cold then warm, ``--concurrency`` at a time."""
     slots = asyncio.Semaphore(args.concurrency)
 
     async def conversation(conv: Conversation) -> None:
-        sent = conv.index < run.cold_conversations
         kind = "leaving" if conv.index % 8 == 3 else "slow" if conv.index % 4 == 1 else "normal"
-        for t in range(1 if sent else 0, args.turns):
+        for t in range(args.turns):
             async with slots:
                 await turn(client, url, conv, t, kind, run.tally)
 
@@ -409,9 +415,10 @@ def main() -> None:
     configs = [None] if args.encode_processes is None else args.encode_processes.split(",")
     runs = []
     for r in range(args.rounds):
-        for procs in configs:
-            label = {"encode_processes": procs if procs is None else int(procs), "round": r + 1}
-            runs.append(run_gateway(args, convs, label["encode_processes"], label))
+        for config in configs:
+            procs = None if config is None else int(config)
+            label = {"config": config or "default", "encode_processes": procs, "round": r + 1}
+            runs.append(run_gateway(args, convs, procs, label))
             print(json.dumps(runs[-1]), flush=True)
     if len(runs) > 1:
         compare(runs)

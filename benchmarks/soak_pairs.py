@@ -97,15 +97,17 @@ def figures(pairs: Pairs) -> dict[str, Any]:
 
 def compare(runs: list[dict[str, Any]]) -> None:
     """After several runs: one line per configuration with each round's headline figures."""
-    for procs in dict.fromkeys(r["encode_processes"] for r in runs):
-        mine = [r for r in runs if r["encode_processes"] == procs]
+    for config in dict.fromkeys(r["config"] for r in runs):
+        mine = [r for r in runs if r["config"] == config]
         added = [r["gateway_added_p99_cold_ms"] for r in mine]
         line = {
             "summary": True,
-            "encode_processes": procs,
+            "config": config,
             "rounds": len(mine),
             "gateway_added_p99_cold_ms": added,
             "gateway_added_p99_cold_ms_median": round(statistics.median(added), 2),
+            "gateway_p99_cold_ms": [r["gateway_p99_cold_ms"] for r in mine],
+            "direct_p99_cold_ms": [r["direct_p99_cold_ms"] for r in mine],
             "gateway_added_p99_idle_ms": [r["gateway_added_p99_idle_ms"] for r in mine],
             "cold_phase_s": [r["cold_phase_s"] for r in mine],
             "rss_over_cache_mb": [r["rss_over_cache_mb"] for r in mine],

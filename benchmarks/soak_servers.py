@@ -146,7 +146,7 @@ def default_processes() -> int:
     """How many encode processes a gateway runs when its config does not say."""
     from ttftscope.config.schema import GatewaySettings
 
-    return GatewaySettings().encode_processes
+    return GatewaySettings().processes()
 
 
 def workers_rss_mb(pid: int) -> float:
