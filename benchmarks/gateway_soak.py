@@ -1,7 +1,7 @@
 """The gateway under agent load: what does it add to a small chat's latency while cold
 100K-token conversations encode?
 
-Two fake vLLM 0.32 (``soak_upstream.py``, each its own process) answer chat-ids requests at
+Two fake vLLM 0.32 (``soak_servers.py``, each its own process) answer chat-ids requests at
 once, streaming 16 chunks 10 ms apart, and name in each answer's ``id`` a hash of the token
 ids they received: one for the long conversations, one for the small chats. The gateway runs
 in its own process (``ttftscope gateway``, as users run it) with a real tokenizer and chat
@@ -24,9 +24,10 @@ gateway's own share, however loaded the machine is. Phases:
 
 Then the gateway's RSS (``/proc``) against its ``cache_mb``, and its cache's bytes per cached
 conversation scaled to 100K tokens (its ``/metrics``). Ids are checked on the conversations
-``i % --verify-every == 0``: the hash the upstream saw against a full encode of the same
-rendering here. ``--encode-processes 0,2 --rounds 2`` runs the gateway configurations in turn
-(0, 2, 0, 2) on the same conversations, a fresh gateway each. Prints JSON lines: one per
+``i % --verify-every == 0`` in the churn (the cold phase's variants are not checked): the
+hash the upstream saw against a full encode of the same rendering here.
+``--encode-processes 0,2 --rounds 2`` runs the gateway configurations in turn (0, 2, 0, 2;
+"auto" too) on the same conversations, a fresh gateway each. Prints JSON lines: one per
 phase of each run (``phase``, ``pairs``, gateway and direct p50/p99, ``gateway_added_p99_ms``,
 ``paired_added_p99_ms``: the p99 of each pair's difference), one per run with every figure
 (``gateway_added_p99_cold_ms``, ``mb_per_100k_conversation``, ``rss_over_cache_mb``,
@@ -61,10 +62,10 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from soak_pairs import JSON, SMALL, SMALL_MODEL, Pairs, compare, figures, small_chats
 from soak_servers import (
-    default_processes,
     free_port,
     gauge,
     ids_hash,
+    processes,
     rss_mb,
     started,
     workers_ready,
@@ -274,13 +275,13 @@ async def drive(
 
 
 def gateway_config(
-    args: argparse.Namespace, procs: int | None, port: int, up: str, small: str
+    args: argparse.Namespace, procs: int | str | None, port: int, up: str, small: str
 ) -> str:
     """The gateway's config: the conversations' upstream and the small chats', one model
     folder (so one tokenizer) for both. The gateway splits ``cache_mb`` evenly between its
     upstreams: it gets twice ``--cache-mb``, so that the conversations have that much, and
     RSS is judged against ``--cache-mb`` alone (the small chats' share holds one entry)."""
-    processes = "" if procs is None else f"encode_processes = {procs}\n"
+    processes = "" if procs is None else f"encode_processes = {json.dumps(procs)}\n"
     folder = json.dumps(str(args.model_dir))
     return (
         f"[gateway]\nport = {port}\ncache_mb = {2 * args.cache_mb}\nverify_first = 0\n"
@@ -292,7 +293,10 @@ def gateway_config(
 
 
 def run_gateway(
-    args: argparse.Namespace, convs: list[Conversation], procs: int | None, label: dict[str, Any]
+    args: argparse.Namespace,
+    convs: list[Conversation],
+    procs: int | str | None,
+    label: dict[str, Any],
 ) -> dict[str, Any]:
     """One fresh gateway (and its upstreams) through the phases; prints a JSON line per
     phase and returns the run's figures."""
@@ -309,7 +313,7 @@ def run_gateway(
             started([sys.executable, UPSTREAM, str(small_port), SMALL_MODEL], small + "/v1/models"),
             started(gw_cmd, gw + "/health") as gw_proc,
         ):
-            workers = workers_ready(gw, default_processes() if procs is None else procs)
+            workers = workers_ready(gw, processes(procs))
             rss_start = rss_mb(gw_proc.pid)
             run = asyncio.run(drive(args, gw, convs, small))
             time.sleep(1.0)
@@ -416,7 +420,7 @@ def main() -> None:
     runs = []
     for r in range(args.rounds):
         for config in configs:
-            procs = None if config is None else int(config)
+            procs = config if config in (None, "auto") else int(config)
             label = {"config": config or "default", "encode_processes": procs, "round": r + 1}
             runs.append(run_gateway(args, convs, procs, label))
             print(json.dumps(runs[-1]), flush=True)

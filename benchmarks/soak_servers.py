@@ -142,11 +142,14 @@ def workers_ready(gw: str, wanted: int, bound_s: float = 120.0) -> int:
     raise SystemExit(f"the gateway's encode workers were not ready within {bound_s:g} s")
 
 
-def default_processes() -> int:
-    """How many encode processes a gateway runs when its config does not say."""
+def processes(setting: int | str | None) -> int:
+    """How many encode processes a gateway runs with ``encode_processes = setting`` (None:
+    not set, its default)."""
     from ttftscope.config.schema import GatewaySettings
 
-    return GatewaySettings().processes()
+    if setting is None:
+        return GatewaySettings().processes()
+    return GatewaySettings.model_validate({"encode_processes": setting}).processes()
 
 
 def workers_rss_mb(pid: int) -> float:
