@@ -52,7 +52,7 @@ import json
 import queue
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,7 +60,7 @@ import orjson
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 from starlette.types import Receive, Scope, Send
 
 from ttftscope.threadserver import ThreadServer
@@ -78,6 +78,7 @@ class FaultOptions:
     retry_after: str = "7"
     prompt_tokens: int = 11
     cached_tokens: int | None = 8
+    max_model_len: int | None = None  # listed in /v1/models as vLLM does (None: not listed)
     version: str | None = "0.32.0"
     answer_depth: int = 1000
     hold_s: float = 60.0
@@ -112,11 +113,14 @@ class DropConnection(Exception):
 class FaultServer(ThreadServer):
     """Context manager running the fault server; always stopped on exit."""
 
-    def __init__(self, options: FaultOptions | None = None) -> None:
+    def __init__(
+        self, options: FaultOptions | None = None, routes: Sequence[BaseRoute] = ()
+    ) -> None:
+        """``routes`` are matched first (a test's own routes of the stand-in)."""
         self.options = options or FaultOptions()
         self.requests: list[CapturedRequest] = []
         self.holds: queue.Queue[Hold] = queue.Queue()
-        super().__init__(_app(self), name="fault server", http="h11")
+        super().__init__(_app(self, routes), name="fault server", http="h11")
 
     @property
     def last_request(self) -> CapturedRequest:
@@ -167,7 +171,7 @@ def _stream_parts(opts: FaultOptions, kind: str, model: str) -> list[bytes]:
     return parts
 
 
-def _app(srv: FaultServer) -> Starlette:
+def _app(srv: FaultServer, extra: Sequence[BaseRoute]) -> Starlette:
     opts = srv.options
 
     async def capture(request: Request) -> bytes:
@@ -184,7 +188,11 @@ def _app(srv: FaultServer) -> Starlette:
             return HTMLResponse("<html><body>Welcome to nginx!</body></html>")
         if scenario in _STATUS_FAULTS:
             return _status_fault(scenario, request, opts)
-        data = [{"id": m, "object": "model", "owned_by": "test"} for m in opts.models]
+        data: list[dict[str, object]] = [
+            {"id": m, "object": "model", "owned_by": "test"} for m in opts.models
+        ]
+        if opts.max_model_len is not None:
+            data = [{**card, "max_model_len": opts.max_model_len} for card in data]
         return JSONResponse({"object": "list", "data": data})
 
     async def completions(request: Request) -> Response:
@@ -261,6 +269,7 @@ def _app(srv: FaultServer) -> Starlette:
 
     return Starlette(
         routes=[
+            *extra,
             Route("/{scenario}/health", health, methods=["GET"]),
             Route("/{scenario}/v1/models", models, methods=["GET"]),
             Route("/{scenario}/v1/chat/completions", completions, methods=["POST"]),
@@ -342,8 +351,12 @@ _BY_MODEL = _ODD_ANSWERS | _SHAPE_FAULTS | {"vllm_bools"}
 
 
 def _payload(body: bytes) -> Any:
-    # orjson: a body the gateway forwards at any depth it reads (1024) is read here too
-    return orjson.loads(body or b"{}")
+    # orjson: a body the gateway forwards at any depth it reads (1024) is read here too;
+    # what only Python's json reads (a lone surrogate escape) as vLLM reads it
+    try:
+        return orjson.loads(body or b"{}")
+    except orjson.JSONDecodeError:
+        return json.loads(body)
 
 
 def _by_model(payload: Any, scenarios: set[str]) -> str:

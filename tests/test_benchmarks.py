@@ -119,7 +119,13 @@ def test_the_tracing_benchmark_runs_both_gateways_and_the_traced_one_exports() -
         "tracing_overhead.py", ["--quick", "--model-dir", str(qwen2_dir)], timeout_s=300
     )
     assert result["streams"] == 64 and result["requests_per_mode"] == 512
-    for mode in ("off", "on"):
+    for mode in ("off", "on", "on_sdk"):
         assert result[f"{mode}_req_per_s"] > 0 and result[f"{mode}_cpu_ms_per_request"] > 0
-    assert result["sink_posts"] > 0 and result["sink_bytes"] > 0  # spans went out
+    # the traced gateways' exports held every span: 6 a request, the warm-up's too
+    assert result["spans_sent"] == 6 * (512 + 128)
+    assert result["sink_spans"] == result["sink_sdk_spans"] == result["spans_sent"]
+    assert result["sink_posts"] > 0 and result["sink_sdk_posts"] > 0
+    assert {"tracing_cpu_us_per_request", "tracing_cpu_us_sdk_per_request"} <= result.keys()
+    assert result["on_other_threads_cpu_us"] > 0 and result["off_loop_thread_cpu_us"] > 0
+    assert set(result["stages_us"]["ours"]) == {"finish", "write", "total"}
     assert result["off_path_ns_no_trace_headers"] > 0

@@ -60,6 +60,7 @@ COMMANDS = [
     ["probe", "--repeat", "1", "--num-warmups", "0", "--json", "--result-dir", "out"],
     ["config", "show"],
     ["config", "show", "--json"],
+    ["gateway", "check"],
 ]
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 __all__ = ["Diagnosis", "Evidence", "Finding", "FindingId", "Severity"]
 
@@ -60,6 +60,21 @@ class Finding(BaseModel):
     evidence: list[Evidence] = Field(default_factory=list)
     remedy: str
     saving_ms: float | None = None  # estimated TTFT saved per request, where it can be
+    # the measured part the remedy removes (ms): a saving never exceeds it (clamped here, the
+    # one place, whichever estimate a rule made)
+    part_ms: float | None = None
+
+    @model_validator(mode="after")
+    def _saving_within_part(self) -> Finding:
+        """Clamp ``saving_ms`` to ``part_ms``.
+
+        >>> Finding(id="queueing", severity="info", title="t", remedy="r", saving_ms=142.0,
+        ...         part_ms=26.0).saving_ms
+        26.0
+        """
+        if self.saving_ms is not None and self.part_ms is not None:
+            self.saving_ms = round(min(self.saving_ms, self.part_ms), 1)
+        return self
 
     @property
     def gates(self) -> bool:

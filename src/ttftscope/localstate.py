@@ -37,6 +37,9 @@ class LocalServer:
     log_path: str
     started_at: float = 0.0
     trace_port: int = 0  # the 127.0.0.1 port its spans are exported to (0: not traced)
+    # vLLM's flags beyond the fixed command, as started (None: a state file of an older
+    # ttftscope, which did not record them)
+    args: tuple[str, ...] | None = None
 
     @property
     def root_url(self) -> str:
@@ -59,9 +62,11 @@ def state_path() -> Path:
 def write_state(server: LocalServer, path: Path | None = None) -> None:
     """Atomically record ``server`` in the state file.
 
-    >>> write_state(LocalServer("u", 1, 2, "m", "l"), result_dir / "state.json")
-    >>> read_state(result_dir / "state.json")
-    LocalServer(base_url='u', port=1, pid=2, model='m', log_path='l', started_at=0.0, trace_port=0)
+    >>> server = LocalServer("u", 1, 2, "m", "l", trace_port=9, args=("--x", "1"))
+    >>> write_state(server, result_dir / "state.json")
+    >>> back = read_state(result_dir / "state.json")
+    >>> back == server, back.args if back else None
+    (True, ('--x', '1'))
     """
     path = path or state_path()
     tmp = path.with_name(path.name + ".tmp")
@@ -78,7 +83,13 @@ def read_state(path: Path | None = None) -> LocalServer | None:
     path = path or state_path()
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-        return LocalServer(**{k: data[k] for k in LocalServer.__dataclass_fields__ if k in data})
+        fields = {k: data[k] for k in LocalServer.__dataclass_fields__ if k in data}
+        args = fields.pop("args", None)
+        if args is not None and not (
+            isinstance(args, list) and all(isinstance(a, str) for a in args)
+        ):
+            return None
+        return LocalServer(**fields, args=None if args is None else tuple(args))
     except (OSError, ValueError, TypeError):
         return None
 

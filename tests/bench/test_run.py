@@ -270,3 +270,20 @@ def test_a_result_dir_that_holds_a_run_is_refused(fault: FaultServer, tmp_path: 
     run(endpoint(fault), FAST, tmp_path, num_prompts=2)
     with pytest.raises(ConfigError, match="already holds a bench run"):
         run(endpoint(fault), FAST, tmp_path, num_prompts=2)
+
+
+def test_warm_ups_are_announced_counted_and_done_before_the_measured_start(
+    fault: FaultServer, tmp_path: Path
+) -> None:
+    events: list[str] = []
+    hooks = Hooks(
+        on_warmup=lambda done, total: events.append(f"warm-up {done}/{total}"),
+        on_start=lambda n: events.append(f"start {n}"),
+        on_record=lambda rec: events.append(rec.phase) if rec.phase == "warmup" else None,
+    )
+    two = (TargetSpec("direct"), TargetSpec("again", fault.base_url()))
+    run(endpoint(fault), FAST, tmp_path, hooks=hooks, num_warmups=2, targets=two)
+    assert events[: events.index("start 12") + 1] == [
+        "warm-up 0/4", "warmup", "warm-up 1/4", "warmup", "warm-up 2/4", "warmup",
+        "warm-up 3/4", "warmup", "warm-up 4/4", "start 12",
+    ]  # fmt: skip

@@ -137,3 +137,29 @@ def test_sample_seconds_without_live_checks_is_a_usage_error(
     args = ["--no-live", "--records", "r", "--sample-seconds", "3"]
     code, _, err = _run(args, tmp_path, capsys, monkeypatch)
     assert code == 2 and "drop --no-live" in err
+
+
+def _section(readme: str, heading: str) -> str:
+    text = (Path(__file__).resolve().parents[2] / readme).read_text(encoding="utf-8")
+    return text.split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def test_the_readmes_document_the_exit_codes_doctor_gives(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_probe_dir(tmp_path / "ok", probe_records(sizes=(0,), variants=("chat",)))
+    write_probe_dir(tmp_path / "warn", [*probe_records(sizes=(0,), variants=("chat",)), failed(9)])
+    codes = {
+        args: _run(["--no-live", "--records", *args], tmp_path, capsys, monkeypatch)[0]
+        for args in (("ok",), ("warn",), ("warn", "--json"), ("nope",))
+    }
+    assert codes == {("ok",): 0, ("warn",): 1, ("warn", "--json"): 1, ("nope",): 2}
+    english = " ".join(_section("README.md", "Exit codes").split())
+    assert (
+        "`doctor` exits 1 when any finding is a warning or worse, with or without `--json`"
+        in english
+    )
+    assert "0 when none is" in english and "2: a `--records` path that does not exist" in english
+    chinese = _section("README.zh-CN.md", "退出码")
+    assert "`doctor` 就以 1 退出，无论是否带 `--json`" in chinese
+    assert "以 0 退出" in chinese and "（2：`--records` 路径不存在" in chinese

@@ -78,5 +78,5 @@ def test_the_start_up_log_names_each_upstreams_route() -> None:
             proc.terminate()
             _, err = proc.communicate(timeout=30)
     assert "gateway on http://127.0.0.1" in err
-    assert "upstream default:" in err and "(version 0.32.0)" in err
+    assert "upstream default: vLLM 0.32.0, profile 0.32" in err
     assert "ids via chat-ids (probe: prompt_tokens" in err

@@ -22,16 +22,14 @@ from ttftscope.config.schema import DEFAULT_TRACE_RECEIVER_PORT
 from ttftscope.localserver import process
 from ttftscope.localserver.install import ensure_vllm_venv, venv_python
 from ttftscope.localserver.model import model_dir
-from ttftscope.localserver.render import TOOL_ARGS
+from ttftscope.localserver.serving import default_args
 from ttftscope.localserver.state import HOST, LocalServer
-from ttftscope.localserver.traces import trace_args
 
-# Tool calling as coding agents use it: tool_choice "auto" (vLLM's default when tools are
-# given) needs a tool parser; the tiny model's template writes Hermes-style <tool_call> tags.
-# ... and its per-request spans exported to the trace receiver's default port (tests that read
-# them run the receiver there: tests/e2e/test_traces.py), as `local-server start` does.
-# (the oracle tier's render servers get the same TOOL_ARGS)
-SERVER_ARGS = (*TOOL_ARGS, *trace_args(DEFAULT_TRACE_RECEIVER_PORT))
+# What `ttftscope local-server start` serves with by default (one definition: tool calling as
+# coding agents use it, spans to the trace receiver's default port, where the tests that read
+# them run the receiver: tests/e2e/test_traces.py). A running server started with other flags
+# is never adopted (same_args): the fixture fails, saying which flags it has.
+SERVER_ARGS = tuple(default_args(DEFAULT_TRACE_RECEIVER_PORT))
 # A second, deliberately unhealthy server: fewer sequences than bench sessions (requests
 # wait) and no prefix cache. Started only by the tests that ask for it.
 CONSTRAINED_ARGS = ("--max-num-seqs", "2", "--no-enable-prefix-caching")
@@ -57,7 +55,9 @@ def vllm(pytestconfig: pytest.Config) -> Iterator[LocalServer]:
     def progress(line: str) -> None:
         _tell(pytestconfig, f"[ttftscope] {line}")
 
-    with process.running_server(wait_s=600, progress=progress, extra_args=SERVER_ARGS) as server:
+    with process.running_server(
+        wait_s=600, progress=progress, extra_args=SERVER_ARGS, same_args=True
+    ) as server:
         _tell(
             pytestconfig,
             f"local vLLM ready on {server.base_url} after {time.monotonic() - t0:.0f} s",

@@ -282,3 +282,27 @@ def test_a_stateful_responses_request_goes_as_text_and_works(
     resp = httpx.post(gateway.base_url + "/responses", json=body, timeout=60)
     assert resp.status_code == 200, resp.text
     assert _metric(gateway, "ttftscope_gateway_passthrough_total", reason="stateful") == 1
+
+
+def test_no_effort_is_verified_without_a_false_alarm(vllm: LocalServer) -> None:
+    """``reasoning_effort: "none"`` (chat) and ``thinking: disabled`` (messages) are checked
+    with the template variables the gateway rendered with (``enable_thinking`` false): no
+    mismatch, both go as ids, the same prompt tokens as vLLM counts directly."""
+    user = [{"role": "user", "content": "Say hi."}]
+    bodies: dict[str, dict[str, Any]] = {
+        "/chat/completions": {"messages": user, "reasoning_effort": "none"},
+        "/messages": {"messages": user, "thinking": {"type": "disabled"}},
+    }
+    up = UpstreamSettings(base_url=vllm.base_url, model_dir=model_dir())
+    with GatewayServer(GatewaySettings(upstreams={"local": up}, verify_first=1)) as gw:
+        for path, extra in bodies.items():
+            body = {"model": vllm.model, "max_tokens": 4, "temperature": 0, **extra}
+            usage = [
+                httpx.post(base + path, json=body, timeout=120).json()["usage"]
+                for base in (vllm.base_url, gw.base_url)
+            ]
+            key = "prompt_tokens" if path == "/chat/completions" else "input_tokens"
+            assert usage[0][key] == usage[1][key], usage
+        assert _metric(gw, "ttftscope_gateway_verify_checks_total") == 2
+        assert _metric(gw, "ttftscope_gateway_verify_mismatches_total") == 0
+        assert _metric(gw, "ttftscope_gateway_passthrough_total") == 0

@@ -1,8 +1,9 @@
 """The gateway's input policy against the real vLLM: the same status class as vLLM itself.
 
-A body nested deep in an extra field, and ``stream`` values vLLM reads (``"yes"``, ``1``,
-``"no"``) or refuses (``"maybe"``, ``2``): sent to vLLM directly and through the gateway (chat
-as chat-ids, and plain chats translated to completions), each answer's status class matches.
+A body nested deep in an extra field, ``stream`` values vLLM reads (``"yes"``, ``1``,
+``"no"``) or refuses (``"maybe"``, ``2``), and JSON only vLLM's parser reads (a lone surrogate
+escape, ``NaN``): sent to vLLM directly and through the gateway (chat as chat-ids, and plain
+chats translated to completions), each answer's status class matches.
 """
 
 from __future__ import annotations
@@ -72,3 +73,24 @@ def test_a_stream_value_gets_what_vllm_gives(
     if direct.status_code == 200:  # streamed by both, or by neither
         media = [r.headers["content-type"].split(";")[0] for r in (direct, through)]
         assert media[0] == media[1], media
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        (b"Say something.", b"cut \\udc80 here"),
+        (b"Say something.", b"\\ud83d"),
+        (b'"temperature":0', b'"temperature":NaN'),
+    ],
+    ids=["lone_low", "lone_high", "nan"],
+)
+@pytest.mark.parametrize("path", ["/chat/completions", "/completions"])
+def test_json_only_vllms_parser_reads_gets_what_vllm_gives(
+    gateway: GatewayServer, vllm: LocalServer, path: str, old: bytes, new: bytes
+) -> None:
+    """The gateway once answered these with its own 400 "not valid JSON"."""
+    raw = orjson.dumps(_body(path, vllm.model)).replace(old, new, 1)
+    direct, through = _both((vllm.base_url, gateway.base_url), path, raw)
+    assert through.status_code == direct.status_code, (direct.text, through.text)
+    if direct.status_code != 200:  # vLLM's own error, relayed
+        assert through.json()["error"]["message"] == direct.json()["error"]["message"]

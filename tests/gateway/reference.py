@@ -25,8 +25,10 @@ def reference_prompt(
     messages: Sequence[Mapping[str, Any]],
     *,
     add_generation_prompt: bool = True,
+    **template_kwargs: Any,
 ) -> str:
-    """The prompt transformers renders from ``model_dir``'s chat template."""
+    """The prompt transformers renders from ``model_dir``'s chat template (``template_kwargs``:
+    its other variables, as ``chat_template_kwargs``)."""
     config = json.loads((model_dir / "tokenizer_config.json").read_text())
     rendered: Any = chat_template_utils.render_jinja_template(
         conversations=[[dict(m) for m in messages]],
@@ -34,6 +36,7 @@ def reference_prompt(
         add_generation_prompt=add_generation_prompt,
         bos_token=_token_text(config.get("bos_token")),
         eos_token=_token_text(config.get("eos_token")),
+        **template_kwargs,
     )
     return str(rendered[0][0])  # (prompts, generation indices): the one prompt
 
@@ -43,8 +46,11 @@ def reference_ids(
     messages: Sequence[Mapping[str, Any]],
     *,
     add_generation_prompt: bool = True,
+    **template_kwargs: Any,
 ) -> list[int]:
     """A full encode of :func:`reference_prompt` by the model folder's ``tokenizer.json``."""
-    prompt = reference_prompt(model_dir, messages, add_generation_prompt=add_generation_prompt)
+    prompt = reference_prompt(
+        model_dir, messages, add_generation_prompt=add_generation_prompt, **template_kwargs
+    )
     tok = tokenizers.Tokenizer.from_file(str(model_dir / "tokenizer.json"))
     return list(tok.encode(prompt, add_special_tokens=False).ids)

@@ -78,3 +78,42 @@ def test_metrics_public_opens_them_without_a_key(upstream: FaultServer) -> None:
     with GatewayServer(settings, env=env) as gw:
         url = gw.base_url.removesuffix("/v1") + "/metrics"
         assert "ttftscope_gateway" in httpx.get(url, timeout=30).text
+
+
+# routes anyone may call: a liveness probe, and the catch-all that answers 404 for what is
+# not served (it reveals nothing); every other route of the app's table must ask for a key
+PUBLIC = {"/health", "/{path:path}"}
+
+
+def _every_route() -> list[tuple[str, str]]:
+    """(method, path) of every route the app serves, read from its own table."""
+    app = create_app(GatewaySettings())
+    out = [("POST", path) for path in app.routes]
+    for route in app.fallback.routes:
+        if route.path in PUBLIC:
+            continue
+        for method in sorted(route.methods - {"HEAD"}):
+            out.append((method, route.path.replace("{response_id}", "resp_123")))
+    return out
+
+
+def test_the_route_table_is_read_whole() -> None:
+    paths = {path for _, path in _every_route()}
+    assert {"/v1/models", "/metrics", "/v1/messages", "/v1/responses/resp_123/cancel"} <= paths
+
+
+@pytest.mark.parametrize(("method", "path"), _every_route())
+def test_every_route_refuses_a_missing_or_wrong_key(
+    upstream: FaultServer, method: str, path: str
+) -> None:
+    env = {"GW_KEYS": "k1", "UPSTREAM_KEY": UPSTREAM_KEY}
+    with GatewayServer(_settings(upstream, api_keys_env="GW_KEYS"), env=env) as gw:
+        url = gw.base_url.removesuffix("/v1") + path
+        body = {"model": "tiny-qwen-chat", "messages": CHAT, "input": "hi", "max_tokens": 5}
+        before = len(upstream.requests)
+        for headers in ({}, {"Authorization": "Bearer k2"}, {"x-api-key": "nope"}):
+            answer = httpx.request(method, url, json=body, headers=headers, timeout=30)
+            assert answer.status_code == 401, (method, path, headers, answer.text[:200])
+        assert len(upstream.requests) == before  # nothing reached the upstream
+        good = httpx.request(method, url, json=body, headers={"x-api-key": "k1"}, timeout=30)
+        assert good.status_code != 401

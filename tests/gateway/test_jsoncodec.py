@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import random
 from typing import Any
 
@@ -17,6 +18,7 @@ from ttftscope.gateway.jsoncodec import (
     dumps,
     inexact_number,
     loads,
+    loads_as_vllm,
 )
 
 _scalars = st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1) | st.text(max_size=5)
@@ -81,3 +83,39 @@ def test_integers_beyond_64_bits_are_found_wherever_they_are(big: int, nested: b
 def test_numbers_orjson_reads_exactly_pass(value: Any) -> None:
     body = {"v": value}
     assert inexact_number(dumps(body), body) is None
+
+
+@pytest.mark.parametrize(
+    ("raw", "value"),
+    [
+        (b'{"t": "cut \\udc80"}', {"t": "cut \udc80"}),
+        (b'["\\ud83d", "\\ude00"]', ["\ud83d", "\ude00"]),
+        (b'{"x": NaN}', {"x": math.nan}),
+        (b'{"x": -Infinity}', {"x": -math.inf}),
+        (b'\xef\xbb\xbf{"a": 1}', {"a": 1}),
+        ('{"a": "é"}'.encode("utf-16-le"), {"a": "é"}),
+    ],
+    ids=["lone_low", "lone_pair_apart", "nan", "infinity", "bom", "utf16"],
+)
+def test_what_vllms_parser_reads_is_read_and_marked_inexact(raw: bytes, value: Any) -> None:
+    got, exact = loads_as_vllm(raw)
+    assert not exact
+    assert repr(got) == repr(value)  # nan != nan: compared as written
+    with pytest.raises(JsonRejected, match="not valid JSON"):
+        loads(raw)  # orjson alone refuses it
+
+
+def test_a_body_with_a_lone_surrogate_is_written_as_valid_json() -> None:
+    body, _ = loads_as_vllm(b'{"t": "a\\udc80b", "n": [1, "\xc3\xa9"]}')
+    assert dumps(body) == b'{"t": "a\\udc80b", "n": [1, "\\u00e9"]}'.replace(b" ", b"")
+
+
+@pytest.mark.parametrize("raw", [b'{"a": ', b"{'a': 1}", b'{"a": nan}', b"\xff{}"])
+def test_what_neither_parser_reads_is_still_refused(raw: bytes) -> None:
+    with pytest.raises(JsonRejected, match="not valid JSON"):
+        loads_as_vllm(raw)
+
+
+def test_too_deep_is_refused_by_its_limit_not_parsed_again() -> None:
+    with pytest.raises(JsonRejected, match=f"deeper than {MAX_DEPTH}"):
+        loads_as_vllm(b"[" * (MAX_DEPTH + 1) + b"]" * (MAX_DEPTH + 1))

@@ -165,6 +165,37 @@ def test_any_nesting_orjson_reads_goes_upstream_exactly_and_deeper_is_a_400_nami
     tally.check()
 
 
+# what vLLM's parser (Python's json) reads and orjson does not: a lone surrogate escape (an
+# agent's tool output cut inside an emoji), NaN, a byte order mark
+_LENIENT = [
+    (b'"hello there"', b'"cut \\udc80 here"'),
+    (b'"hello there"', b'"\\ud83d"'),
+    (b'"max_tokens":5', b'"max_tokens":5,"temperature":NaN'),
+]
+
+
+@pytest.mark.parametrize("route", ROUTES)
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize(("old", "new"), _LENIENT, ids=["lone_low", "lone_high", "nan"])
+def test_json_only_vllms_parser_reads_goes_upstream_as_it_came(
+    gw: GatewayServer, upstream: FaultServer, route: str, kind: str, old: bytes, new: bytes
+) -> None:
+    tally = _Tally(gw)
+    raw = orjson.dumps(_body(route, f"m-{kind}"))
+    # responses has no max_tokens: its NaN goes at the end
+    raw = raw.replace(old, new, 1) if old in raw else raw[:-1] + b',"temperature":NaN}'
+    resp = tally.post(route, raw)
+    assert resp.status_code == 200, resp.text  # the upstream's answer, not the gateway's 400
+    assert upstream.last_request.body == raw  # byte for byte: as text, no ids
+    tally.check()
+
+
+def test_a_bom_is_read_as_vllm_reads_it(gw: GatewayServer, upstream: FaultServer) -> None:
+    raw = b"\xef\xbb\xbf" + orjson.dumps(_body("/chat/completions", "m-ids"))
+    assert _post(gw, "/chat/completions", raw).status_code == 200
+    assert upstream.last_request.body == raw
+
+
 # -- stream ------------------------------------------------------------------------------------
 
 _STREAMS = [True, 1, 1.0, "true", "yes", "ON", "t", "1"]

@@ -200,3 +200,38 @@ def test_run_with_progress_says_plain_lines_with_the_latest_pip_line(tmp_path: P
     still = [line for line in lines if line.startswith("… still step 1/3, ")]
     assert still and still[-1].endswith("; last: Downloading x-1.whl (2 MB)")
     assert lines[-1].startswith("step 1/3: failed after ")
+
+
+# What vLLM's log holds while nothing listens on the span port (opentelemetry-exporter-otlp
+# 1.45's messages, and the older "Failed to export spans"), after a line about the server.
+SERVER_LINE = "(APIServer pid=7) INFO 12-06 04:00:00 [api_server.py:1] Starting vLLM API server"
+SPAN_NOISE = [
+    "(APIServer pid=7) WARNING 12-06 04:00:01 [http.py:229] Transient error "
+    "HTTPConnectionPool(host='127.0.0.1', port=14318): Max retries exceeded with url: "
+    "/v1/traces (Caused by NewConnectionError('Failed to establish a new connection: "
+    "[Errno 111] Connection refused')) encountered while exporting span batch, retrying in "
+    "1.02s.",
+    "(APIServer pid=7) ERROR 12-06 04:00:09 [http.py:223] Failed to export span batch due to "
+    "timeout, max retries or shutdown.",
+    "(APIServer pid=7) ERROR 12-06 04:00:09 [http.py:214] Failed to export span batch code: "
+    "None, reason: HTTPConnectionPool(host='127.0.0.1', port=14318)",
+    "Failed to export spans.",
+    "Exception while exporting Span.",
+    "requests.exceptions.ConnectionError: HTTPConnectionPool(host='127.0.0.1', port=14318): "
+    "Max retries exceeded with url: /v1/traces",
+]
+
+
+def test_the_start_up_ticker_skips_vllms_span_export_noise(tmp_path: Path) -> None:
+    from ttftscope.localserver import process
+    from ttftscope.localserver.state import LocalServer
+
+    log = tmp_path / "server.log"
+    log.write_text("\n".join([SERVER_LINE, *SPAN_NOISE]) + "\n", encoding="utf-8")
+    server = LocalServer("http://127.0.0.1:8000/v1", 8000, 1, "m", str(log))
+    assert process._server_log_detail(server)() == SERVER_LINE
+    for line in SPAN_NOISE:  # each alone is skipped, not only the last
+        log.write_text(f"{SERVER_LINE}\n{line}\n", encoding="utf-8")
+        assert process._server_log_detail(server)() == SERVER_LINE, line
+    log.write_text(f"{SERVER_LINE}\nINFO: Application startup complete.\n", encoding="utf-8")
+    assert process._server_log_detail(server)() == "INFO: Application startup complete."

@@ -49,7 +49,8 @@ def test_cli_start_passes_the_receiver_port_and_records_it(
         server = st.read_state()
         assert server is not None and server.trace_port == expected
         flag = ["--otlp-traces-endpoint", f"http://127.0.0.1:{expected}/v1/traces"]
-        assert seen == [flag if expected else []]
+        tools = ["--enable-auto-tool-choice", "--tool-call-parser", "hermes"]  # always served
+        assert seen == [tools + (flag if expected else [])]
     finally:
         runner.invoke(local_server, ["stop"])
 

@@ -133,6 +133,10 @@ class BenchOptions:
     drain_s: float = 30.0  # after --duration: how long requests in flight may still finish
     trace_port: int | None = None  # receive vLLM's spans here (127.0.0.1) for the run
     span_wait_s: float = 3.0  # how long a finished record waits for its span
+    # a synthetic workload too long for the server's max_model_len is scaled down to fit (and
+    # said so); False refuses it instead (the CLI's choice when --scale or --context-tokens
+    # was given)
+    fit_scale: bool = True
 
     @property
     def synthetic_prompts(self) -> int:

@@ -22,13 +22,14 @@ import math
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from ttftscope.bench.observe.sampler import Sampler, ScrapeSample, sources_of
+from ttftscope.bench.hooks import Hooks as Hooks
+from ttftscope.bench.observe.sampler import Sampler, sources_of
 from ttftscope.bench.observe.servers import server_parts
 from ttftscope.bench.observe.spans import SpanJoiner
 from ttftscope.bench.options import BenchOptions, Shard, unique_targets
@@ -52,21 +53,6 @@ from ttftscope.tracing.receiver import receiving
 from ttftscope.tracing.spans import client_span
 
 SETTLE_S = 3.0
-
-
-@dataclass
-class Hooks:
-    """What a display wants to hear while the run goes (all optional)."""
-
-    on_stage: Callable[[str], None] | None = None
-    on_start: Callable[[int], None] | None = None  # measured requests planned
-    on_record: Callable[[RequestRecord], None] | None = None
-    on_sample: Callable[[ScrapeSample], None] | None = None
-
-    def stage(self, text: str) -> None:
-        """Say what the run does now."""
-        if self.on_stage is not None:
-            self.on_stage(text)
 
 
 @dataclass(frozen=True)
@@ -171,6 +157,7 @@ class _Bench:
         w, n = self.opts.num_warmups, len(self.targets)
         for k in range(w):
             for i, target in enumerate(self.targets):
+                self.hooks.warmup(k * n + i, w * n)
                 index = -(1 + (self.opts.shard.index - 1) * w * n + k * n + i)
                 turn = TurnPlan(-1, k, index, 0, 0.0, i)
                 shard = str(self.opts.shard)
@@ -182,6 +169,8 @@ class _Bench:
                 if sent.result.error_kind in FATAL:
                     self.abort = Abort(target.name, target.base_url, sent.result)
                     return
+        if w:
+            self.hooks.warmup(w * n, w * n)
 
     async def measure(self, metrics: httpx.AsyncClient, prep: Prepared) -> None:
         with JsonlSink(self.files.samples) as samples:
@@ -372,12 +361,13 @@ async def _run(
         httpx.AsyncClient(timeout=5.0) as metrics,
     ):
         prep = await prepare(ep, opts, bench.targets, http, count_tokens, hooks.stage)
+        opts = replace(opts, scale=prep.scale)  # as sent, and so in the summary
+        for note in prep.notes:
+            hooks.note(note)
         run = BenchRun(prep.run_id, prep.model, files, bench.records)
         header = header_of(opts, prep, bench.targets, files)
         bench.sink = JsonlSink(files.records, exclude=exclude)
         try:
-            if opts.num_warmups:
-                hooks.stage(f"{opts.num_warmups} warmup request(s) per target")
             await bench.warmups(client, prep)
             if bench.abort is None:
                 await bench.measure(metrics, prep)

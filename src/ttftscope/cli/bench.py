@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
+from click.core import ParameterSource
 
 from ttftscope.bench.options import (
     BenchOptions,
@@ -76,6 +77,7 @@ class BenchArgs:
     run_id: str | None
     as_json: bool
     api: str | None = None  # None: chat, or a replay file's own API
+    sizes_given: bool = False  # --scale or --context-tokens given: never scaled to fit
 
     def options(self) -> BenchOptions:
         """The parsed options; :class:`~ttftscope.errors.ConfigError` names a bad flag."""
@@ -101,6 +103,7 @@ class BenchArgs:
             label=self.label,
             run_id=self.run_id,
             targets=tuple(parse_target(t) for t in self.target or ("direct",)),
+            fit_scale=not self.sizes_given,
         )
 
 
@@ -158,6 +161,8 @@ def _run(state: CliState, ep: Endpoint, opts: BenchOptions, result_dir: Path) ->
             on_start=progress.start,
             on_record=progress.record,
             on_sample=progress.sample,
+            on_note=progress.note,
+            on_warmup=progress.warmup,
         )
         coro = run_bench(
             ep,
@@ -279,4 +284,8 @@ def _load_options(func: F) -> F:
 def bench(ctx: click.Context, /, **flags: Any) -> None:
     """Load-test with concurrent agent sessions: TTFT percentiles, queue, server parts."""
     # click passes exactly the options above, each named as a BenchArgs field
-    execute_bench(cli_state(ctx), BenchArgs(**flags))
+    given = any(ctx.get_parameter_source(p) != ParameterSource.DEFAULT for p in _SIZES)
+    execute_bench(cli_state(ctx), BenchArgs(**flags, sizes_given=given))
+
+
+_SIZES = ("scale", "context_tokens")  # the user's own sizes are refused, not scaled, unfit

@@ -50,6 +50,18 @@ class BenchProgress(LiveBarOwner):
         else:
             self.console.print(f"bench: {text}", highlight=False)
 
+    def warmup(self, done: int, total: int) -> None:
+        """Warm-ups (unmeasured) under way: the bar counts them under "warm-up"."""
+        if self._bar is not None and self._task is not None:
+            text = fit_description("bench: warm-up (unmeasured)", self.console.width, _BAR, 9)
+            self._bar.update(self._task, description=text, total=total, completed=done)
+        elif done == 0:
+            self.console.print(f"bench: warm-up: {total} unmeasured request(s)", highlight=False)
+
+    def note(self, text: str) -> None:
+        """A line that stays (above the bar on a terminal): what the run changed."""
+        self.console.print(f"bench: {text}", highlight=False)
+
     def start(self, total: int) -> None:
         """The measured requests begin; ``total`` of them are planned."""
         self.live.total = total

@@ -27,7 +27,8 @@ from ttftscope.cli.traces import trace_port_for
 from ttftscope.config.schema import GatewaySettings, UpstreamSettings
 from ttftscope.localserver import process
 from ttftscope.localserver.model import model_dir
-from ttftscope.localserver.traces import SCHEDULE_DELAY_MS, trace_args
+from ttftscope.localserver.serving import default_args
+from ttftscope.localserver.traces import SCHEDULE_DELAY_MS
 from ttftscope.probe.experiments import AbMode
 from ttftscope.tracing.emit import open_emitter
 
@@ -172,8 +173,8 @@ def demo(
     for extra in _extras_used(no_gateway, no_bench, as_json):
         require_extra(extra, command="demo")
     state.err.print("preparing the local vLLM (the first run installs ~3.4 GB, then cached)")
-    traced = trace_args(state.load().settings.observability.trace_receiver_port)
-    started = process.ensure_started(extra_args=traced)
+    serving = default_args(state.load().settings.observability.trace_receiver_port)
+    started = process.ensure_started(extra_args=serving)
     server = started.server
     try:
         state.set_flag("api.base_url", server.base_url)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import errno
+import json
 import os
 import socket
 from pathlib import Path
@@ -17,7 +18,14 @@ from ttftscope.cli.options import CliState, cli_state, config_options
 from ttftscope.config.redact import redact_url
 from ttftscope.config.schema import GatewaySettings, UpstreamSettings
 from ttftscope.errors import ConfigError, TokenizerError
-from ttftscope.gateway.clientconfig import CLIENT_KINDS, ClientKind, client_config
+from ttftscope.gateway.clientconfig import (
+    CLIENT_KINDS,
+    KEY_VAR,
+    ClientKind,
+    client_config,
+    client_key,
+    split_notes,
+)
 from ttftscope.localserver import process
 from ttftscope.localserver.model import model_dir as local_model_dir
 from ttftscope.tracing.emit import open_emitter, traces_endpoint
@@ -119,6 +127,15 @@ def preflight(settings: GatewaySettings) -> None:
     ...     print(exc.message)
     upstream 'coder': the model folder /no/such/dir does not exist
     """
+    preflight_upstreams(settings)
+    from ttftscope.gateway.state import inbound_keys  # the [gateway] extra: checked first
+
+    inbound_keys(settings, os.environ)
+    _check_port(settings.host, settings.port)
+
+
+def preflight_upstreams(settings: GatewaySettings) -> None:
+    """Every ids upstream has a model folder that exists."""
     for name, up in settings.upstreams.items():
         if up.mode != "ids":
             continue
@@ -136,10 +153,6 @@ def preflight(settings: GatewaySettings) -> None:
                 hint=f"point {where} (or --model-dir) at the folder with the served model's "
                 "tokenizer.json and chat template",
             )
-    from ttftscope.gateway.state import inbound_keys  # the [gateway] extra: checked first
-
-    inbound_keys(settings, os.environ)
-    _check_port(settings.host, settings.port)
 
 
 def _check_port(host: str, port: int) -> None:
@@ -173,22 +186,80 @@ def client_config_command(ctx: click.Context, kind: str, url: str | None) -> Non
     gw = state.load().settings.gateway
     host = "127.0.0.1" if gw.host in ("0.0.0.0", "::") else gw.host
     base = (url or f"http://{host}:{gw.port}/v1").rstrip("/")
-    models = _served_models(base, gw.api_keys_env)
-    click.echo(client_config(cast(ClientKind, kind), base, models, gw.api_keys_env))
+    own = bool(os.environ.get(KEY_VAR, "").strip())
+    key = client_key(os.environ, gw.api_keys_env)
+    source = f"${KEY_VAR}" if own else f"the first key of ${gw.api_keys_env}"
+    models = _served_models(base, key, source)
+    # a key the gateway took, though the config names no key variable: the user's own
+    keys_env = gw.api_keys_env or (KEY_VAR if own else None)
+    notes, snippet = split_notes(client_config(cast(ClientKind, kind), base, models, keys_env))
+    for note in notes:  # stdout stays valid JSON (or TOML, Python) when redirected
+        click.echo(note, err=True)
+    click.echo(snippet)
 
 
-def _served_models(base: str, keys_env: str | None) -> list[str]:
-    """The models the gateway at ``base`` serves (its ``/v1/models``)."""
-    keys = [k.strip() for k in os.environ.get(keys_env or "", "").split(",") if k.strip()]
-    headers = {"Authorization": f"Bearer {keys[0]}"} if keys else {}
+def _served_models(base: str, key: str | None, source: str) -> list[str]:
+    """The models the gateway at ``base`` serves (its ``/v1/models``, asked with ``key``,
+    which the user gave in ``source``)."""
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
     try:
         resp = httpx.get(base + "/models", headers=headers, timeout=10)
-        data = resp.json().get("data") if resp.status_code == 200 else None
-    except (httpx.HTTPError, ValueError, AttributeError):
-        data = None
-    if not isinstance(data, list):
+    except httpx.HTTPError:
         raise ConfigError(
             f"no gateway answers at {base}/models",
             hint="start it with `ttftscope gateway` (another terminal), or pass --url",
+        ) from None
+    if resp.status_code in (401, 403):
+        sent = f"it refused {source}" if key else f"none is set (${KEY_VAR})"
+        raise ConfigError(
+            f"the gateway at {base} answered {resp.status_code}: it needs a key, and {sent}",
+            hint=f"export {KEY_VAR}=<one of the gateway's keys> (its gateway.api_keys_env "
+            "variable), then run this again",
+        )
+    try:
+        data = resp.json().get("data") if resp.status_code == 200 else None
+    except (ValueError, AttributeError):
+        data = None
+    if not isinstance(data, list):
+        raise ConfigError(
+            f"{base}/models answered HTTP {resp.status_code} without a model list: not a "
+            "ttftscope gateway?",
+            hint="pass --url with the gateway's base URL, like http://127.0.0.1:8100/v1",
         )
     return [m["id"] for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)]
+
+
+@gateway.command("check")
+@click.option("--base-url", help="Check this upstream (its API base, e.g. http://h:8000/v1)")
+@click.option(
+    "--model-dir",
+    type=click.Path(path_type=Path),
+    help="The served model's folder (tokenizer + chat template), for --base-url",
+)
+@click.option("--json", "as_json", is_flag=True, help="One JSON object instead of the table")
+@click.pass_context
+def check_command(
+    ctx: click.Context, base_url: str | None, model_dir: Path | None, as_json: bool
+) -> None:
+    """Prove each upstream, per API and shape class: ids or text, and why.
+
+    Renders a fixed corpus locally and through the upstream's own rendering, as the
+    gateway does at start-up. Exits 1 when nothing would go as ids.
+    """
+    require_extra("gateway")
+    import asyncio
+
+    from ttftscope.gateway.checkreport import check_json, check_text, check_upstreams, ids_anywhere
+
+    parent = ctx.parent.params if ctx.parent is not None else {}
+    url = base_url or parent.get("upstream")
+    folder = model_dir or parent.get("model_dir")
+    settings = gateway_settings(cli_state(ctx), url, folder, "ids" if url else parent.get("mode"))
+    preflight_upstreams(settings)
+    checks = asyncio.run(check_upstreams(settings, os.environ))
+    if as_json:
+        click.echo(json.dumps(check_json(checks), indent=2, ensure_ascii=False))
+    else:
+        click.echo(check_text(checks))
+    if not ids_anywhere(checks):
+        ctx.exit(1)

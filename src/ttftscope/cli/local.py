@@ -15,8 +15,8 @@ from ttftscope.cli.options import cli_state
 from ttftscope.localserver import process
 from ttftscope.localserver.install import ensure_vllm_venv
 from ttftscope.localserver.model import ensure_tiny_model
+from ttftscope.localserver.serving import default_args
 from ttftscope.localserver.state import LocalServer
-from ttftscope.localserver.traces import trace_args
 
 __all__ = ["local_server"]
 
@@ -67,13 +67,14 @@ def start(
 ) -> None:
     """Start (or reuse) the server; arguments after the options go to vLLM.
 
-    vLLM exports one span per request to ttftscope's trace receiver
-    ([observability] trace_receiver_port; 0: no spans), which probe and bench read.
+    vLLM serves tool calling as coding agents use it (--enable-auto-tool-choice
+    --tool-call-parser hermes) and exports one span per request to ttftscope's trace
+    receiver ([observability] trace_receiver_port; 0: no spans), which probe and bench read.
 
     Example: ttftscope local-server start -- --enable-scale-out
     """
     trace_port = cli_state(ctx).load().settings.observability.trace_receiver_port
-    args = (*trace_args(trace_port), *extra_args)  # a flag of the user's own comes last, wins
+    args = (*default_args(trace_port), *extra_args)  # a flag of the user's own comes last, wins
     _show(process.start(port, extra_args=args, wait_s=wait_s), as_json, state="running")
 
 

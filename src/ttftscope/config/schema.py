@@ -213,6 +213,8 @@ class GatewaySettings(_Section):
     verify_every: int = Field(default=0, ge=0)
     # and of the first N requests of each (upstream, API, model) (0: none)
     verify_first: int = Field(default=3, ge=0)
+    # seconds between re-reads of each ids upstream's /version (a change: checked again); 0: off
+    version_poll_seconds: float = Field(default=60.0, ge=0, le=86400, allow_inf_nan=False)
     # re-check every Nth incremental encode against a full one, off the hot path (0: never)
     shadow_every: int = Field(default=1000, ge=0)
     max_body_mb: float = Field(default=64.0, gt=0, le=4096, allow_inf_nan=False)
@@ -351,6 +353,7 @@ EXPECTED: dict[str, str] = {
     "gateway.upstreams": 'tables [gateway.upstreams.NAME] with base_url = "http://host:8000/v1"',
     "gateway.verify_every": "a whole number >= 0 (0: never), e.g. 100",
     "gateway.verify_first": "a whole number >= 0 (0: none), e.g. 3",
+    "gateway.version_poll_seconds": "seconds >= 0 (0: off), e.g. 60",
     "gateway.shadow_every": "a whole number >= 0 (0: never), e.g. 1000",
     "gateway.max_body_mb": "a number of megabytes above 0, e.g. 64",
     "gateway.max_header_kb": "a whole number of kilobytes from 1, e.g. 64",

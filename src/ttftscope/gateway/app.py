@@ -3,8 +3,10 @@
 Routes: ``POST /v1/chat/completions``, ``/v1/completions``, ``/v1/messages``,
 ``/v1/messages/count_tokens`` and ``/v1/responses`` (routed by ``model``; served as plain
 ASGI, :mod:`ttftscope.gateway.asgi`, by the modules of ``endpoints/``), ``GET /v1/models``
-(the union), ``GET /health``, ``GET /metrics`` (Starlette); anything else is a 404 in
-OpenAI's format. See :mod:`ttftscope.gateway` for what each stage owns.
+(the union), ``GET /health``, ``GET /metrics``, and the stored Responses
+(``GET /v1/responses/{id}``, ``POST …/cancel``, ``GET …/input_items``: to the upstream that
+created the response, :mod:`~ttftscope.gateway.endpoints.stored`) (Starlette); anything else
+is a 404 in OpenAI's format. See :mod:`ttftscope.gateway` for what each stage owns.
 
 >>> sorted(create_app(GatewaySettings()).routes)[:2]
 ['/v1/chat/completions', '/v1/completions']
@@ -29,13 +31,15 @@ from ttftscope.gateway.endpoints.chat import chat_completions
 from ttftscope.gateway.endpoints.completions import completions
 from ttftscope.gateway.endpoints.messages import count_tokens, messages
 from ttftscope.gateway.endpoints.responses import responses
+from ttftscope.gateway.endpoints.stored import ResponseOwners, remembering, stored_route
 from ttftscope.gateway.state import BadRequest, Gateway
 from ttftscope.gateway.upstreams import environment
 from ttftscope.tracing.emit import SpanEmitter
 
 _SERVED = (
     "/v1/chat/completions, /v1/completions, /v1/messages, /v1/messages/count_tokens, "
-    "/v1/responses, /v1/models, /health, /metrics"
+    "/v1/responses, GET /v1/responses/{id} (and /cancel, /input_items), /v1/models, /health, "
+    "/metrics"
 )
 
 
@@ -118,7 +122,13 @@ def create_app(
             if emitter is not None:
                 emitter.shutdown()
 
+    owners = ResponseOwners()
+    stored = [
+        Route(f"/v1/responses/{{response_id}}{tail}", stored_route(owners, tail), methods=[verb])
+        for tail, verb in (("", "GET"), ("/cancel", "POST"), ("/input_items", "GET"))
+    ]
     routes = [
+        *stored,
         Route("/v1/models", models, methods=["GET"]),
         Route("/health", health, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
@@ -137,7 +147,7 @@ def create_app(
         "/v1/completions": bound(completions),
         "/v1/messages": bound(messages),
         "/v1/messages/count_tokens": bound(count_tokens),
-        "/v1/responses": bound(responses),
+        "/v1/responses": bound(remembering(owners, responses)),
     }
     left = gateway.metrics.client_disconnects
     return HotPath(

@@ -15,7 +15,7 @@ client = OpenAI(base_url="http://127.0.0.1:8100/v1", api_key="unused")
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Literal, get_args
 
 ClientKind = Literal["claude-code", "codex", "opencode", "openai-sdk"]
@@ -50,7 +50,39 @@ def client_config(
 def _key_note(keys_env: str | None) -> str:
     if keys_env is None:
         return "the gateway takes no key"
+    if keys_env == KEY_VAR:  # the gateway's own variable is not known here: the user's is
+        return f"the key is read from ${KEY_VAR}"
     return f"export {KEY_VAR}=<one of ${keys_env}>"
+
+
+def split_notes(snippet: str) -> tuple[list[str], str]:
+    """A snippet's ``//`` comment lines apart from the rest: JSON has no comments, so the
+    notes go to the terminal and the JSON itself stays valid when redirected to a file.
+
+    >>> split_notes("// a note\\n{}")
+    (['// a note'], '{}')
+    >>> split_notes("# toml keeps its comments\\nx = 1")
+    ([], '# toml keeps its comments\\nx = 1')
+    """
+    lines = snippet.splitlines()
+    notes = [line for line in lines if line.startswith("//")]
+    return notes, "\n".join(line for line in lines if not line.startswith("//"))
+
+
+def client_key(environ: Mapping[str, str], keys_env: str | None) -> str | None:
+    """The gateway key the user has: ``$TTFTSCOPE_GATEWAY_KEY`` (what the snippets read),
+    else the first of the gateway's own ``keys_env`` variable; None without either.
+
+    >>> client_key({"TTFTSCOPE_GATEWAY_KEY": " k1 "}, None)
+    'k1'
+    >>> client_key({"GW_KEYS": "a, b"}, "GW_KEYS"), client_key({}, "GW_KEYS")
+    ('a', None)
+    """
+    own = environ.get(KEY_VAR, "").strip()
+    if own:
+        return own
+    keys = [k.strip() for k in environ.get(keys_env or "", "").split(",") if k.strip()]
+    return keys[0] if keys else None
 
 
 def _claude_code(base: str, model: str, models: list[str], keys_env: str | None) -> str:

@@ -13,9 +13,10 @@ tests all render through :func:`local_prompt`, so what is proven is what is serv
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any
 
 from ttftscope.gateway.passthrough import PassThrough, converted
+from ttftscope.gateway.shapes import NativeApi
 from ttftscope.gateway.upstreams import Upstream
 from ttftscope.gateway.vllm_chat import ChatInputs, prepare_chat
 from ttftscope.gateway.vllm_messages import (
@@ -27,7 +28,6 @@ from ttftscope.gateway.vllm_responses import responses_inputs, responses_to_chat
 
 __all__ = ["CONVERTS", "Convert", "NativeApi", "chat_inputs", "local_prompt", "render"]
 
-NativeApi = Literal["chat", "messages", "responses"]
 # the chat body vLLM derives from an API body on this upstream, and its template inputs
 Convert = Callable[[Upstream, dict[str, Any]], tuple[dict[str, Any], ChatInputs]]
 _HARMONY = frozenset({"gpt_oss"})

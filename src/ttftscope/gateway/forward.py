@@ -26,8 +26,9 @@ from __future__ import annotations
 import logging
 import re
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import aclosing
+from typing import Literal
 
 import orjson
 from starlette.responses import Response, StreamingResponse
@@ -63,8 +64,9 @@ async def forward(
     rewrite_stream: tuple[Rewrite, Callable[[], bytes]] | None = None,
     rewrite_body: Rewrite | None = None,
     fmt: ErrorFormat = "openai",
+    method: Literal["GET", "POST"] = "POST",
 ) -> Response:
-    """POST ``data`` to ``up``'s ``path`` and answer with what comes back.
+    """POST ``data`` to ``up``'s ``path`` (or GET it) and answer with what comes back.
 
     ``rewrite_stream`` (feed, close) turns upstream SSE into other SSE (completions → chat);
     ``rewrite_body`` does the same for a whole 200 answer.
@@ -74,7 +76,7 @@ async def forward(
     if hop is not None:
         hop.open(UPSTREAM)
     try:
-        resp = await up.post(path, data, None if hop is None else hop.upstream)
+        resp = await _send(up, method, path, data, None if hop is None else hop.upstream)
     except HopError as exc:
         if exc.kind is TransportFailure.TIMEOUT:
             return error_response(fmt, 504, f"upstream {up.name!r} did not answer in time ({exc})")
@@ -95,6 +97,21 @@ async def forward(
         headers=headers,
         media_type="text/event-stream",
     )
+
+
+async def _send(
+    up: Upstream,
+    method: Literal["GET", "POST"],
+    path: str,
+    data: bytes,
+    headers: Mapping[str, str] | None,
+) -> Answer:
+    """One request to ``up``'s ``path`` (a GET sends no body), with ``up``'s own headers."""
+    if method == "POST":
+        return await up.post(path, data, headers)
+    assert up.pool is not None, "Upstream.start() opens the connection pool"
+    sent = up.headers if not headers else {**up.headers, **headers}
+    return await up.pool.request("GET", up.pool.path(path), b"", sent, up.timeouts())
 
 
 async def _relay(

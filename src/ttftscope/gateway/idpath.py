@@ -29,7 +29,7 @@ import time
 from collections.abc import Awaitable
 from typing import Any, TypeVar
 
-from ttftscope.gateway.converts import Convert, render
+from ttftscope.gateway.converts import CONVERTS, NativeApi, render
 from ttftscope.gateway.hoptrace import traced
 from ttftscope.gateway.passthrough import PassThrough, converted
 from ttftscope.gateway.sessions import Encoded
@@ -57,24 +57,30 @@ def takes_ids(up: Upstream, api: GatewayApi) -> bool:
 
 
 async def prepare(
-    gw: Gateway, up: Upstream, body: dict[str, Any], size: int, convert: Convert
+    gw: Gateway, up: Upstream, body: dict[str, Any], size: int, api: NativeApi
 ) -> tuple[dict[str, Any], str]:
-    """The chat body ``body`` converts to on ``up`` and the prompt it renders, on the work
-    pool when the body (``size`` bytes) is large: conversion and render are pure Python
-    (~10 ms for a 100K-token conversation, ~0.3 s for 20K messages)."""
+    """The chat body ``body`` (of ``api``) converts to on ``up`` and the prompt it renders,
+    on the work pool when the body (``size`` bytes) is large: conversion and render are pure
+    Python (~10 ms for a 100K-token conversation, ~0.3 s for 20K messages). A body whose
+    shape classes ``up``'s conformance check did not all prove raises
+    ``PassThrough("unproven_shape")`` (after the conversion's own reasons)."""
 
     hop = traced()  # read here: the pool's threads do not see the request's context
+    convert = CONVERTS[api]
 
     def work() -> tuple[dict[str, Any], str]:
         if hop is None:
             chat, inputs = converted(lambda: convert(up, body))
-            return chat, render(up, inputs)
-        t0 = time.perf_counter_ns()
-        chat, inputs = converted(lambda: convert(up, body))
-        t1 = time.perf_counter_ns()
-        hop.stage("rewrite", t0)
-        prompt = render(up, inputs)
-        hop.stage("render", t1)
+            prompt = render(up, inputs)
+        else:
+            t0 = time.perf_counter_ns()
+            chat, inputs = converted(lambda: convert(up, body))
+            t1 = time.perf_counter_ns()
+            hop.stage("rewrite", t0)
+            prompt = render(up, inputs)
+            hop.stage("render", t1)
+        if up.shapes is not None:
+            up.shapes.gate(api, body)
         return chat, prompt
 
     if size <= _INLINE_BODY:
@@ -139,5 +145,22 @@ async def encode_chat(
     model = (native or chat_body).get("model")
     enc = await encode_prompt(gw, up, model, prompt, pin, bounded=bounded)
     if not await gw.verifier.agrees(up, chat_body, enc.ids, api, native):
+        _demote(gw, up, api, native or chat_body)
         raise PassThrough("verify_mismatch", "the upstream's own rendering differs")
     return enc
+
+
+def _demote(gw: Gateway, up: Upstream, api: GatewayApi, body: dict[str, Any]) -> None:
+    """After a verification mismatch, the request's shape classes go as text on ``up`` until
+    the next start-up or version check proves them again; said in the log and ``/metrics``."""
+    if up.shapes is None or api == "completions":
+        return
+    turned = up.shapes.demote(api, body, "verify: the upstream's own rendering differed")
+    for shape in turned:
+        gw.metrics.shape_ids.labels(up.name, api, shape).set(0)
+    log.warning(
+        "upstream %s: %s shape classes %s now go as text (a verified request differed)",
+        up.name,
+        api,
+        ", ".join(turned),
+    )

@@ -6,6 +6,12 @@ gateway writes a body again when it puts token ids in it (and when it logs or ve
 bulk, a loop over the levels orjson refuses. Bodies deeper than :data:`MAX_DEPTH` are refused
 by :func:`loads` with a message that names the limit (vLLM's own parser stops near 1000).
 
+What vLLM's parser (Python's ``json``, through FastAPI) reads and orjson does not, a lone
+UTF-16 surrogate escape (``"\\udc80"``: an agent's tool output cut inside an emoji),
+``NaN``/``Infinity``, a byte order mark, UTF-16 or UTF-32, is read too
+(:func:`loads_as_vllm`), so vLLM gets to answer it: such a body is not written back
+exactly, and its bytes go upstream as they came, as text.
+
 Numbers: orjson reads integers of up to 64 bits exactly and anything larger as a double, so
 a body re-written around token ids would carry a *different* number upstream.
 :func:`inexact_number` finds such a number; the endpoints then send that body upstream as
@@ -18,6 +24,7 @@ True
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -32,6 +39,10 @@ _TRY_EVERY: Final = 16
 
 class JsonRejected(ValueError):
     """A request body outside the gateway's JSON policy; the message says which limit."""
+
+
+class JsonTooDeep(JsonRejected):
+    """A request body nested deeper than :data:`MAX_DEPTH`."""
 
 
 class InexactNumber(ValueError):
@@ -52,10 +63,30 @@ def loads(raw: bytes) -> Any:
         return orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         if "depth" in str(exc):  # orjson: "depth limit exceeded"
-            raise JsonRejected(
+            raise JsonTooDeep(
                 f"the request body nests deeper than {MAX_DEPTH} levels, the gateway's JSON limit"
             ) from None
         raise JsonRejected(f"the request body is not valid JSON ({exc})") from None
+
+
+def loads_as_vllm(raw: bytes) -> tuple[Any, bool]:
+    """``raw`` parsed as vLLM's parser reads it, and whether the gateway writes it back
+    exactly (orjson read it); :class:`JsonRejected` for what neither reads.
+
+    >>> loads_as_vllm(b'{"a": 1}')
+    ({'a': 1}, True)
+    >>> loads_as_vllm(b'{"text": "cut \\\\udc80"}')
+    ({'text': 'cut \\udc80'}, False)
+    """
+    try:
+        return loads(raw), True
+    except JsonTooDeep:
+        raise
+    except JsonRejected as exc:
+        try:  # vLLM's own parser: Python's json, as Starlette's Request.json() calls it
+            return json.loads(raw), False
+        except (ValueError, RecursionError):
+            raise exc from None
 
 
 def dumps(obj: Any) -> bytes:
@@ -66,7 +97,9 @@ def dumps(obj: Any) -> bytes:
     """
     try:
         return orjson.dumps(obj)
-    except orjson.JSONEncodeError:
+    except orjson.JSONEncodeError as exc:
+        if "surrogates" in str(exc):  # read by loads_as_vllm: written with ASCII escapes
+            return json.dumps(obj, separators=(",", ":")).encode()
         if not isinstance(obj, dict | list):
             raise
     return b"".join(_deep_parts(obj))

@@ -132,8 +132,15 @@ class GatewayMetrics:
         self.upstream_version = Gauge(
             p + "upstream_version",
             "The version each upstream reports, and whether the gateway sends it ids (ids="
-            '"no": a version whose rewrites the gateway does not reproduce, served as text)',
+            '"no": no shape class proven by its check, or not vLLM 0.32+: served as text)',
             ["upstream", "version", "ids"],
+            registry=r,
+        )
+        self.shape_ids = Gauge(
+            p + "shape_ids",
+            "Whether requests of a shape class go to an upstream as ids (1) or text (0), as "
+            "its conformance check found (gateway/conformance.py)",
+            ["upstream", "api", "shape"],
             registry=r,
         )
 

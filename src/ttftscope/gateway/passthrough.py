@@ -48,6 +48,7 @@ PassReason = Literal[
     "verify_mismatch",  # the upstream's own rendering differed (logged where)
     "upstream_api",  # the upstream takes no ids on this API (not chat-ids)
     "conversion_error",  # a conversion raised on a shape it does not expect: vLLM answers it
+    "unproven_shape",  # a shape class the upstream's conformance check did not prove
 ]
 
 

@@ -11,6 +11,8 @@ happened. Endpoints (``endpoints/``) build on it; the app (``app``) wires them u
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
 import gc
 import hmac
 import logging
@@ -26,6 +28,13 @@ from ttftscope.errors import ConfigError
 from ttftscope.gateway.apierrors import ErrorFormat, error_response
 from ttftscope.gateway.asgi import BodyTooLarge, Receive, Scope, header, read_body
 from ttftscope.gateway.coldpool import ColdPool
+from ttftscope.gateway.conformance import (
+    UpstreamCheck,
+    check_upstream,
+    publish,
+    summary_line,
+    watch_versions,
+)
 from ttftscope.gateway.hoptrace import traced
 from ttftscope.gateway.inputpolicy import (
     InvalidField,
@@ -34,7 +43,7 @@ from ttftscope.gateway.inputpolicy import (
     stream_of,
     token_ids_problem,
 )
-from ttftscope.gateway.jsoncodec import JsonRejected, loads
+from ttftscope.gateway.jsoncodec import JsonRejected, loads_as_vllm
 from ttftscope.gateway.metrics import GatewayMetrics
 from ttftscope.gateway.requestlog import RequestLog
 from ttftscope.gateway.sessions import Encoded
@@ -105,6 +114,8 @@ class Gateway:
             self.metrics.encode_processes.set_function(lambda: len(cold.pids))
         self.metrics.encode_jobs.set_function(lambda: self.pool.pending)
         self._seen: dict[tuple[str, str], float] = {}
+        self.checks: dict[str, UpstreamCheck] = {}  # each ids upstream's conformance check
+        self._watch: asyncio.Task[None] | None = None  # re-reads /version (watch_versions)
         self.request_log = RequestLog.from_settings(settings.request_log, settings.log_prompts)
 
     async def start(self) -> None:
@@ -123,11 +134,17 @@ class Gateway:
                 max_answer=int(self.settings.max_answer_mb * (1 << 20)),
             )
             self.metrics.upstream_api.labels(up.name, up.api or "text").set(1)
-            if up.version is not None or up.settings.mode == "ids":
-                ids = "yes" if up.api is not None else "no"
-                self.metrics.upstream_version.labels(up.name, up.version or "unknown", ids).set(1)
             if up.plain_via_completions:  # plain chats go the other way
                 self.metrics.upstream_api.labels(up.name, "completions").set(1)
+            if up.settings.mode == "ids":
+                self.checks[up.name] = found = await check_upstream(up)
+                log.info("%s", summary_line(found))
+        publish(self.metrics, list(self.checks.values()))
+        every = self.settings.version_poll_seconds
+        if every > 0 and self.checks:
+            self._watch = asyncio.create_task(
+                watch_versions(self.upstreams, self.metrics, self.checks, every)
+            )
         if self.cold is not None and self.cold.registered:
             self.cold.start()  # workers load the tokenizers while the first requests come
         # what start-up loaded (tokenizers, templates, engines: ~10^5 objects) lives as long
@@ -137,6 +154,10 @@ class Gateway:
         sys.setswitchinterval(SWITCH_INTERVAL_S)  # the loop gets the GIL back sooner
 
     async def close(self) -> None:
+        if self._watch is not None:
+            self._watch.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._watch
         for up in self.upstreams:
             await up.close()
         self.pool.close()
@@ -172,10 +193,12 @@ class Gateway:
         """Check the key, read the body, refuse fields vLLM would refuse, route by its model,
         log it: what every POST does."""
         self.check_key(scope["headers"])
-        raw, body = await self.body(scope, receive)
+        raw, body, exact = await self.body(scope, receive)
         check_stream(scope["path"], body)  # vLLM validates before it looks at the model
         self.check_messages(body)
         up = await self.route(body["model"])
+        if not exact:
+            up = self.as_text(up)
         check_ids(scope["path"], body, up)
         if self.request_log is not None:
             self.request_log.write(body, model=body["model"], upstream=up.name)
@@ -183,7 +206,16 @@ class Gateway:
             hop.stage("parse", hop.start_ns)
         return raw, body, up
 
-    async def body(self, scope: Scope, receive: Receive) -> tuple[bytes, dict[str, Any]]:
+    def as_text(self, up: Upstream) -> Upstream:
+        """``up`` for one request whose body the gateway cannot write back exactly (only
+        vLLM's own parser reads it: a lone surrogate escape, NaN): without an ids API, so
+        every endpoint sends its bytes as they came and vLLM answers them its own way."""
+        if up.api is not None:
+            self.passthrough(up, "lenient_json")
+        return dataclasses.replace(up, api=None, plain_via_completions=False)
+
+    async def body(self, scope: Scope, receive: Receive) -> tuple[bytes, dict[str, Any], bool]:
+        """The raw body, parsed, and whether the gateway can write it back exactly."""
         declared = header(scope["headers"], "content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_body:
             raise BadRequest(413, self._too_large())
@@ -192,14 +224,14 @@ class Gateway:
         except BodyTooLarge:
             raise BadRequest(413, self._too_large()) from None
         try:
-            body = loads(raw)
+            body, exact = loads_as_vllm(raw)
         except JsonRejected as exc:
             raise BadRequest(400, str(exc)) from None
         if not isinstance(body, dict):
             raise BadRequest(400, "the request body must be a JSON object")
         if not isinstance(body.get("model"), str):
             raise BadRequest(400, "the request needs a 'model' string naming a served model")
-        return raw, body
+        return raw, body, exact
 
     def check_messages(self, body: Mapping[str, Any]) -> None:
         """Refuse more messages (or Responses input items) than ``gateway.max_messages``:

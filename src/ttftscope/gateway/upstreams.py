@@ -12,10 +12,12 @@ is probed once to choose how ids travel:
 - ``completions``: ``prompt: [ids]`` on ``/v1/completions``, answers translated to chat.
 - neither works: the upstream is served as text, and the log and ``/metrics`` say why.
 
-Before probing, the upstream's version is read (vLLM's ``GET /version``): ids go only to the
-versions whose request rewrites and API conversions the gateway reproduces
-(:data:`IDS_VERSIONS`). Any other version, or a server that does not say, is served as text,
-and ``ttftscope_gateway_upstream_version{ids="no"}`` and the log say so.
+Before probing, the upstream's version is read (vLLM's ``GET /version``): vLLM 0.32 and newer
+gets the profile of its release (:func:`~ttftscope.gateway.profiles.profile_for`) and is then
+proven shape class by shape class (:mod:`~ttftscope.gateway.conformance`); an older version,
+or a server that does not say, is served as text, and
+``ttftscope_gateway_upstream_version{ids="no"}`` and the log say so. ``rust_frontend_version``
+in that answer names vLLM's Rust front end (:attr:`Upstream.frontend`).
 
 ``plain_chats = "completions"`` on a chat-ids upstream sends the chats that ``/v1/completions``
 answers exactly (no tools, reasoning, structured output, logprobs …; see ``translate``) there
@@ -30,6 +32,7 @@ hence off by default.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import time
@@ -45,17 +48,18 @@ from ttftscope.config.schema import UpstreamSettings
 from ttftscope.gateway.coldpool import ColdPool
 from ttftscope.gateway.hop import MAX_ANSWER, Answer, HopError, HopTimeouts, UpstreamPool
 from ttftscope.gateway.jsoncodec import dumps
+from ttftscope.gateway.modelfacts import caps_new_tokens, longest_token_chars, model_type
 from ttftscope.gateway.profiles import BASELINE, Profile, profile_for
 from ttftscope.gateway.sessions import SessionCache
+from ttftscope.gateway.shapes import ShapeTable
 from ttftscope.gateway.workpool import WorkPool
 from ttftscope.tokenization.chat import ChatRenderer
 from ttftscope.tokenization.loader import Tokenizer, load_tokenizer
 
 log = logging.getLogger("ttftscope.gateway")
 IdsApi = Literal["chat-ids", "completions"]
-# vLLM versions whose chat rewrites (vllm_chat) and Anthropic / Responses conversions
-# (vllm_messages, vllm_responses) were checked against the server's own rendering
-IDS_VERSIONS = ("0.32",)
+_SMALL_ANSWER = 64 << 10  # /version and 1-token probe answers: larger is not vLLM
+_VERSION_TIMEOUT_S = 10.0
 _MODELS_TTL_S = 60.0
 _PROBE_TEXT = "gateway probe " * 12
 
@@ -77,7 +81,12 @@ class Upstream:
     model_type: str | None = None  # config.json's model_type (gpt_oss: Harmony rendering)
     adds_special_tokens: bool = False  # the tokenizer's post-processor adds tokens (a BOS)
     version: str | None = None  # what GET /version said (None: no answer)
+    # the upstream's routes that answered "not served" (vLLM's render routes without
+    # --enable-scale-out: 403), path -> why: the start-up check and the verifier skip them
+    unserved: dict[str, str] = field(default_factory=dict)
     profile: Profile = BASELINE  # how this version renders (the conversions read it)
+    frontend: str | None = None  # rust_frontend_version from /version (None: Python's)
+    shapes: ShapeTable | None = None  # what the conformance check proved (None: not run)
     tok: Tokenizer | None = None
     token_chars: int = 0  # the most characters one token of ``tok`` covers
     renderer: ChatRenderer | None = None
@@ -166,16 +175,9 @@ class Upstream:
             self._load_tokenizer(cache_bytes, shadow_every, pool=pool, cold=cold, loaded=loaded)
         await self.refresh_models(force=True)
         if self.settings.mode == "ids":
-            self.version = await self._read_version()
-            if version_reproduced(self.version):
-                await self._choose_api()
-            else:
-                self.api_reason = (
-                    f"(version {self.version or 'unknown'}: the gateway reproduces vLLM "
-                    f"{', '.join(IDS_VERSIONS)}; served as text)"
-                )
+            await self.adopt_version(*await self.read_version())
         route = self.api or ("none (text)" if self.settings.mode == "ids" else "none (mode text)")
-        log.info(
+        log.debug(
             "upstream %s: %s (version %s), models %s, ids via %s %s",
             self.name,
             self.settings.base_url,
@@ -215,8 +217,8 @@ class Upstream:
         self.cache = SessionCache(
             self.tok, max_bytes=cache_bytes, shadow_every=shadow_every, pool=pool, cold=cold
         )
-        self.capped_default = _caps_new_tokens(Path(folder).expanduser())
-        self.model_type = _model_type(Path(folder).expanduser())
+        self.capped_default = caps_new_tokens(Path(folder).expanduser())
+        self.model_type = model_type(Path(folder).expanduser())
         probe = "adds?"
         self.adds_special_tokens = self.tok.encode(
             probe, add_special_tokens=True
@@ -251,17 +253,39 @@ class Upstream:
             m["id"]: m["max_model_len"] for m in cards if isinstance(m.get("max_model_len"), int)
         }
 
-    async def _read_version(self) -> str | None:
-        """The server's version from ``GET /version`` (vLLM), or None."""
-        try:
+    async def adopt_version(self, version: str | None, frontend: str | None) -> None:
+        """Take ``version`` (and the Rust ``frontend``) as this server's: its profile, then
+        the ids API probed again; older than 0.32 or not vLLM: text."""
+        self.version, self.frontend, self.api, self.api_reason = version, frontend, None, ""
+        self.unserved.clear()  # another server: its routes are asked again
+        profile = profile_for(version)
+        if profile is None:
+            self.api_reason = f"(version {version or 'unknown'}: not vLLM 0.32 or newer; text)"
+            return
+        self.profile = profile
+        await self._choose_api()
+
+    async def read_version(self) -> tuple[str | None, str | None]:
+        """``version`` and ``rust_frontend_version`` from ``GET /version`` (vLLM), or None;
+        within 64 KB and 10 s."""
+
+        async def exchange() -> Any:
             resp = await self._request("GET", "/version", b"", root=True)
+            resp.cap = _SMALL_ANSWER
             raw = await resp.read()
-            data = orjson.loads(raw) if resp.status == 200 else None
-        except (HopError, orjson.JSONDecodeError) as exc:
-            log.warning("upstream %s: GET /version failed (%s)", self.name, exc)
-            return None
-        version = data.get("version") if isinstance(data, dict) else None
-        return version if isinstance(version, str) else None
+            return orjson.loads(raw) if resp.status == 200 else None
+
+        try:
+            data = await asyncio.wait_for(exchange(), _VERSION_TIMEOUT_S)
+        except (HopError, orjson.JSONDecodeError, TimeoutError) as exc:
+            log.warning("upstream %s: GET /version failed (%s)", self.name, str(exc) or "timeout")
+            return None, None
+        got = data if isinstance(data, dict) else {}
+        version, rust = got.get("version"), got.get("rust_frontend_version")
+        return (
+            version if isinstance(version, str) else None,
+            str(rust) if isinstance(rust, (str, int, float)) else None,
+        )
 
     async def get_json(self, path: str) -> Any:
         """GET ``base_url`` + ``path`` as JSON (ValueError unless the answer is a 200)."""
@@ -280,6 +304,15 @@ class Upstream:
         server's root (``/tokenize``).
         """
         resp = await self._request("POST", path, dumps(body), root=root)  # client bodies: any depth
+        raw = await resp.read()
+        try:
+            return resp.status, orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            return resp.status, None
+
+    async def _small_post(self, path: str, body: Mapping[str, Any]) -> tuple[int, Any]:
+        resp = await self._request("POST", path, dumps(body))
+        resp.cap = _SMALL_ANSWER
         raw = await resp.read()
         try:
             return resp.status, orjson.loads(raw)
@@ -320,60 +353,15 @@ class Upstream:
         else:
             body["prompt"] = ids
             path = "/completions"
-        try:
-            status, answer = await self.post_json(path, body)
-        except HopError as exc:
-            return False, str(exc)
+        try:  # a 1-token answer: within 64 KB and 10 s (a re-check runs while serving)
+            status, answer = await asyncio.wait_for(self._small_post(path, body), 10.0)
+        except (HopError, TimeoutError) as exc:
+            return False, str(exc) or "no answer within 10 s"
         usage = answer.get("usage") if isinstance(answer, dict) else None
         counted = usage.get("prompt_tokens") if isinstance(usage, dict) else None
         if status == 200 and counted == len(ids):
             return True, "ok"
         return False, f"HTTP {status}, prompt_tokens {counted} for {len(ids)} ids"
-
-
-def longest_token_chars(tok: Tokenizer) -> int:
-    """The most characters a token of ``tok`` can cover: the length of its longest vocabulary
-    string (a byte-level or byte-fallback token's string is at least as long as the text it
-    stands for), so a prompt longer than ``max_model_len`` times this is surely too long.
-
-    >>> longest_token_chars(o200k_tok) >= max(map(len, o200k_tok.hf.get_vocab()))
-    True
-    """
-    vocab = tok.hf.get_vocab(with_added_tokens=True)
-    return max(map(len, vocab), default=1)
-
-
-def _model_type(folder: Path) -> str | None:
-    """``model_type`` from the model folder's ``config.json``, if it says."""
-    try:
-        config = orjson.loads((folder / "config.json").read_bytes())
-    except (OSError, orjson.JSONDecodeError):
-        return None
-    kind = config.get("model_type") if isinstance(config, dict) else None
-    return kind if isinstance(kind, str) else None
-
-
-def version_reproduced(version: str | None) -> bool:
-    """Whether ``version`` is one whose rewrites the gateway reproduces (any patch, build).
-
-    >>> version_reproduced("0.32.0"), version_reproduced("0.32.1+cpu")
-    (True, True)
-    >>> version_reproduced("0.33.0"), version_reproduced("0.3"), version_reproduced(None)
-    (False, False, False)
-    """
-    if version is None:
-        return False
-    release = version.split("+")[0]
-    return any(release == v or release.startswith(v + ".") for v in IDS_VERSIONS)
-
-
-def _caps_new_tokens(folder: Path) -> bool:
-    """Whether the model folder's ``generation_config.json`` sets ``max_new_tokens``."""
-    try:
-        config = orjson.loads((folder / "generation_config.json").read_bytes())
-    except (OSError, orjson.JSONDecodeError):
-        return False  # vLLM reads no cap from a missing or unreadable file either
-    return isinstance(config, dict) and config.get("max_new_tokens") is not None
 
 
 def offline_upstream(model_dir: Path, version: str) -> Upstream:

@@ -33,6 +33,7 @@ from ttftscope.localserver.procgroup import STOP_GRACE_S as STOP_GRACE_S
 from ttftscope.localserver.procgroup import children, pid_alive, reap
 from ttftscope.localserver.procgroup import stop as stop
 from ttftscope.localserver.progress import Progress, Ticker, last_log_line, say_stderr
+from ttftscope.localserver.serving import check_same_args
 from ttftscope.localserver.state import DEFAULT_PORT as DEFAULT_PORT
 from ttftscope.localserver.state import HOST as HOST
 from ttftscope.localserver.state import (
@@ -44,7 +45,7 @@ from ttftscope.localserver.state import (
     write_state,
 )
 from ttftscope.localserver.state import pick_free_port as pick_free_port
-from ttftscope.localserver.traces import trace_env, trace_port_of
+from ttftscope.localserver.traces import SPAN_EXPORT_NOISE, trace_env, trace_port_of
 
 SERVED_MODEL = "ttftscope-tiny"
 # KV per token for the tiny model in fp32 is 2 layers x (K+V) x 1 head x 32 dims x 4 B = 512 B,
@@ -190,11 +191,14 @@ def ensure_started(
     extra_args: Sequence[str] = (),
     wait_s: float = 300.0,
     progress: Progress | None = None,
+    same_args: bool = False,
 ) -> Started:
     """:func:`start`, also saying whether this call launched the server.
 
     Reuse and launch are decided under the start lock, so a caller that stops only what it
-    launched never stops a server another process started meanwhile.
+    launched never stops a server another process started meanwhile. With ``same_args`` a
+    running server is reused only when it was started with exactly ``extra_args`` (its state
+    records them); otherwise :class:`LocalServerError` says which flags it has.
 
     Starts vLLM, so not run as a test::
 
@@ -204,6 +208,8 @@ def ensure_started(
     with _start_lock():
         existing = read_state()
         if existing is not None and pid_alive(existing.pid):
+            if same_args:
+                check_same_args(existing, extra_args)
             return Started(_reuse(existing, port, wait_s, say), launched=False)
         state_path().unlink(missing_ok=True)
         if port is not None:
@@ -255,7 +261,7 @@ def _wait_launched(server: LocalServer, wait_s: float, say: Progress) -> None:
 
 def _server_log_detail(server: LocalServer) -> Callable[[], str | None]:
     log = Path(server.log_path)
-    return lambda: last_log_line(log, max_chars=100)
+    return lambda: last_log_line(log, max_chars=100, ignore=SPAN_EXPORT_NOISE)
 
 
 def _launch(venv: Path, model: Path, port: int, extra_args: Sequence[str]) -> LocalServer:
@@ -282,6 +288,7 @@ def _launch(venv: Path, model: Path, port: int, extra_args: Sequence[str]) -> Lo
         log_path=str(log),
         started_at=time.time(),
         trace_port=trace_port_of(extra_args),
+        args=tuple(extra_args),
     )
     write_state(server)
     return server
@@ -314,15 +321,21 @@ def running_server(
     extra_args: Sequence[str] = (),
     wait_s: float = 300.0,
     progress: Progress | None = None,
+    same_args: bool = False,
 ) -> Iterator[LocalServer]:
     """Start a server for the block and stop it afterwards (unless it was already running).
+
+    ``same_args``: reuse a running server only when it was started with ``extra_args``
+    (:func:`ensure_started`).
 
     Starts vLLM, so not run as a test::
 
         with running_server() as srv:
             srv.port > 0  # True
     """
-    started = ensure_started(port, extra_args=extra_args, wait_s=wait_s, progress=progress)
+    started = ensure_started(
+        port, extra_args=extra_args, wait_s=wait_s, progress=progress, same_args=same_args
+    )
     try:
         yield started.server
     finally:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -80,9 +81,14 @@ def status_stream(say: Progress) -> TextIO | None:
 
 
 def last_log_line(
-    log: Path, start: int = 0, prefixes: Sequence[str] = (), max_chars: int = 120
+    log: Path,
+    start: int = 0,
+    prefixes: Sequence[str] = (),
+    max_chars: int = 120,
+    ignore: re.Pattern[str] | None = None,
 ) -> str | None:
-    """The latest non-empty line of ``log`` after byte ``start`` (one of ``prefixes`` if given).
+    """The latest non-empty line of ``log`` after byte ``start`` (one of ``prefixes`` if given;
+    none that ``ignore`` matches).
 
     Only the last 64 KiB are read, so calling it once a second on a growing log is cheap.
 
@@ -98,6 +104,8 @@ def last_log_line(
         return None
     for line in reversed(text.splitlines()):
         found = line.strip()
+        if ignore is not None and ignore.search(found):
+            continue
         if found and (not prefixes or found.startswith(tuple(prefixes))):
             return found if len(found) <= max_chars else found[: max_chars - 1] + "…"
     return None

@@ -34,6 +34,7 @@ from ttftscope.localserver.oracle import ORACLES, oracle_home
 from ttftscope.localserver.process import MAX_MODEL_LEN, SERVED_MODEL, healthy, log_tail
 from ttftscope.localserver.procgroup import children, group_alive, reap
 from ttftscope.localserver.progress import Progress, Ticker, last_log_line, say_stderr
+from ttftscope.localserver.serving import TOOL_ARGS  # the local server's default, one definition
 from ttftscope.localserver.state import HOST, pick_free_port
 
 __all__ = [
@@ -50,9 +51,6 @@ __all__ = [
     "wait_render_ready",
 ]
 
-# Tool calling as coding agents use it (the local server's e2e flags): tool_choice "auto"
-# needs a tool parser; the tiny model's template writes Hermes-style <tool_call> tags.
-TOOL_ARGS = ("--enable-auto-tool-choice", "--tool-call-parser", "hermes")
 # what the local server is started with that a render server reads too
 SERVING_ARGS = (
     "--served-model-name",

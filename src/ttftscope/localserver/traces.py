@@ -18,12 +18,23 @@ exporter logs a failed export to the server log and drops the batch; serving is 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from urllib.parse import urlsplit
 
 FLAG = "--otlp-traces-endpoint"
 SCHEDULE_DELAY_MS = 50
 SERVICE_NAME = "vllm"
+# What the exporter logs while no receiver listens (between runs): its warnings and errors
+# (opentelemetry-exporter-otlp 1.45: "Transient error ... encountered while exporting span
+# batch", "Failed to export span batch ..."; older: "Failed to export spans"), the batch
+# processor's "Exception while exporting Span." and the traceback under it, whose lines name
+# the receiver's URL. Not news about the server: the start-up ticker skips them.
+SPAN_EXPORT_NOISE = re.compile(
+    r"exporting span|export(ing)? span|Exception while exporting Span|/v1/traces"
+    r"|Shutdown in progress, aborting retry",
+    re.IGNORECASE,
+)
 
 
 def trace_args(port: int) -> list[str]:

@@ -7,7 +7,9 @@ records (``bench-records.jsonl``, or any other ``.jsonl``), ``samples.jsonl`` (t
 (``--shard I/N``), whose files end in ``.shard-I-of-N`` so that shards can share a
 directory.
 Shards of one run (the same run id, or without one the same seed, and the same shard count)
-are merged into one :class:`Run`; other runs stay apart and are shown side by side.
+are merged into one :class:`Run`; other runs stay apart and are shown side by side. A
+directory's subfolders are read too (``bench --result-dir results/run1`` beside a probe in
+``results/``), each folder once however often it is reached.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Literal
 from ttftscope.errors import ConfigError
 from ttftscope.records import RequestRecord, read_records_report
 from ttftscope.results.files import Sample, read_jsonl, read_summary
+from ttftscope.results.folders import result_folders
 from ttftscope.results.summaries import BenchSummary, ProbeSummaryHead, shard_position
 
 RunKind = Literal["probe", "bench"]
@@ -111,21 +114,21 @@ def load_runs(paths: Sequence[Path]) -> list[Run]:
       hint: pass directories that `ttftscope probe --result-dir` or ...
     """
     parts: list[RunPart] = []
-    seen: set[Path] = set()
+    seen: set[tuple[Path, str]] = set()
     for path in paths:
-        resolved = path.resolve()
-        if resolved in seen:  # the same directory twice must not count its requests twice
-            continue
-        seen.add(resolved)
         found = read_result_path(path)
         if not found:
             raise NoResults(f"{path} holds no probe or bench results", hint=_HINT)
-        parts.extend(found)
+        for part in found:  # a folder read twice (given, and inside another) counts once
+            if (part.source.resolve(), part.key) not in seen:
+                seen.add((part.source.resolve(), part.key))
+                parts.append(part)
     return merge_parts(parts)
 
 
 def read_result_path(path: Path) -> list[RunPart]:
-    """The runs in one result directory (or one records file); empty when it holds none.
+    """The runs in one records file, or a directory and its subfolders (:mod:`.folders`:
+    those with results left unread are named in the first part's notes); empty when none.
 
     >>> import tempfile; read_result_path(Path(tempfile.mkdtemp()))
     []
@@ -135,6 +138,17 @@ def read_result_path(path: Path) -> list[RunPart]:
     if not path.is_dir():
         what = "does not exist" if not path.exists() else "is not a directory"
         raise NoResults(f"{path} {what}", hint=_HINT)
+    folders = result_folders(path)
+    parts = [part for folder in folders.found for part in _folder_parts(folder)]
+    if folders.skipped and not parts:
+        raise NoResults(f"{path} holds no probe or bench results; {folders.skipped[0]}")
+    if folders.skipped:
+        parts[0] = dataclasses.replace(parts[0], notes=(*folders.skipped, *parts[0].notes))
+    return parts
+
+
+def _folder_parts(path: Path) -> list[RunPart]:
+    """The runs in one folder's own files."""
     parts: list[RunPart] = []
     # instrument(client) writes the probe's record schema, one run per process
     for file in sorted([*path.glob("probe-*.jsonl"), *path.glob("instrument*.jsonl")]):

@@ -1,8 +1,9 @@
 """Before a bench sends anything measured: the model, the API, the workload and its fit.
 
 Sizes are checked against the server's ``max_model_len`` before any context is built (a
-100K-token context costs seconds to build and a minute to prefill on a CPU). Contexts are
-counted in tokens by the local tokenizer when one is configured, else by the server's
+100K-token context costs seconds to build and a minute to prefill on a CPU); a workload
+that would not fit is scaled down until it does, unless the sizes were the user's choice.
+Contexts are counted in tokens by the local tokenizer when one is configured, else by the server's
 ``/tokenize``, as the probe does. The API is ``--api``'s, or a replay file's own (chat when
 neither says). Answers are as long as the traces' median output (``--max-tokens``
 otherwise); a replayed body keeps its own limit, or gets ``model.max_tokens``.
@@ -10,6 +11,8 @@ otherwise); a replayed body keeps its own limit, or gets ``model.max_tokens``.
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -48,6 +51,8 @@ class Prepared:
     model: str
     defaults: BodyDefaults
     conversations: Sequence[Conversation]
+    scale: float = 1.0  # the workload's --scale: the options', or scaled down to fit
+    notes: tuple[str, ...] = ()  # what preparing changed, one line each (said before the run)
 
     @property
     def api(self) -> Api:
@@ -79,6 +84,77 @@ def check_fits(
         )
 
 
+def fit_scale(
+    opts: BenchOptions, n_targets: int, max_model_len: int, max_tokens: int
+) -> float | None:
+    """The largest scale, at most ``opts.scale`` and of two significant digits when below it,
+    whose planned workload fits ``max_model_len`` (None: no scale makes it fit).
+
+    >>> fit_scale(BenchOptions(), 1, 200_000, 216), fit_scale(BenchOptions(), 1, 131_072, 216)
+    (1.0, 0.98)
+    """
+    scale = opts.scale
+    for _ in range(_FIT_TRIES):
+        need = _need(opts, scale, n_targets, max_tokens)
+        if need <= max_model_len:
+            return (
+                scale
+                if scale == opts.scale
+                else _climb(opts, scale, n_targets, max_model_len, max_tokens)
+            )
+        scale = _two_digits_down(scale * min(max_model_len / need, _FIT_STEP))
+        if scale <= 0:
+            break
+    return None
+
+
+_FIT_TRIES = 200
+_FIT_STEP = 0.98  # the parts that do not scale (a turn's template, its shortest text) shrink less
+
+
+def _need(opts: BenchOptions, scale: float, n_targets: int, max_tokens: int) -> int:
+    """The tokens the longest session of the workload at ``scale`` needs, answer included."""
+    plans = plan_workload(dataclasses.replace(opts, scale=scale), n_targets)
+    return max(map(session_tokens, plans), default=0) + max_tokens
+
+
+def _climb(
+    opts: BenchOptions, scale: float, n_targets: int, max_model_len: int, max_tokens: int
+) -> float:
+    """From a ``scale`` that fits, up by the second significant digit while it still fits."""
+    while True:
+        up = _two_digits_down(scale + 10.0 ** (math.floor(math.log10(scale)) - 1))
+        if up >= opts.scale or _need(opts, up, n_targets, max_tokens) > max_model_len:
+            return scale
+        scale = up
+
+
+def _two_digits_down(x: float) -> float:
+    """``x`` rounded down to two significant digits.
+
+    >>> _two_digits_down(0.987), _two_digits_down(0.05129), _two_digits_down(3.0)
+    (0.98, 0.051, 3.0)
+    """
+    if x <= 0:
+        return 0.0
+    step = 10.0 ** (math.floor(math.log10(x)) - 1)
+    return round(math.floor(x / step + 1e-9) * step, 12)
+
+
+def _fitted(
+    opts: BenchOptions, n_targets: int, max_model_len: int | None, max_tokens: int
+) -> tuple[BenchOptions, tuple[str, ...]]:
+    """``opts`` scaled down to fit the server, with the line that says so (unchanged when it
+    fits, when fitting is off or when nothing fits: :func:`check_fits` then refuses)."""
+    if max_model_len is None or not opts.fit_scale:
+        return opts, ()
+    scale = fit_scale(opts, n_targets, max_model_len, max_tokens)
+    if scale is None or scale == opts.scale:
+        return opts, ()
+    note = f"scaled to --scale {scale:g} to fit max_model_len {max_model_len:,}"
+    return dataclasses.replace(opts, scale=scale), (note,)
+
+
 def _counter(
     ep: Endpoint, client: httpx.AsyncClient, local: Callable[[str], int] | None
 ) -> TokenCounter:
@@ -100,7 +176,10 @@ async def prepare(
     count_tokens: Callable[[str], int] | None,
     on_stage: Callable[[str], None],
 ) -> Prepared:
-    """Resolve the model, plan (or read) the workload, check it fits, build this shard's.
+    """Resolve the model, plan (or read) the workload, fit it, build this shard's.
+
+    A synthetic workload too long for the server's ``max_model_len`` is scaled down to fit
+    (``opts.fit_scale``; :attr:`Prepared.notes` says so), else refused.
 
     Inside a run (``client`` an ``httpx.AsyncClient``; no ``count_tokens``: the server's
     ``/tokenize`` counts)::
@@ -110,6 +189,7 @@ async def prepare(
     """
     if not ep.model:
         ep.model = await ep.discover_model(client)
+    notes: tuple[str, ...] = ()
     if opts.replay is not None:
         log = read_replay(opts.replay, opts.num_prompts, opts.api)
         defaults = _defaults(ep, opts, ep.max_tokens, log.api)
@@ -118,9 +198,11 @@ async def prepare(
         conversations: list[Conversation] = [s for s in mine if opts.shard.includes(s.plan.session)]
     else:
         defaults = _defaults(ep, opts, OUTPUT_MEDIAN_TOKENS, opts.api or "chat")
+        limit = await ep.max_model_len(client)
+        opts, notes = _fitted(opts, len(targets), limit, defaults.max_tokens)
         plans = plan_workload(opts, len(targets))
         key, total = opts.workload_key(), sum(len(p.turns) for p in plans)
-        check_fits(plans, await ep.max_model_len(client), defaults.max_tokens, ep.model)
+        check_fits(plans, limit, defaults.max_tokens, ep.model)
         shared = shared_prefix_tokens(plans) if opts.shared_system_prompt else None
         recipe = ContextRecipe(opts.seed, key, shared)
         counter = _counter(ep, client, count_tokens)
@@ -128,7 +210,7 @@ async def prepare(
             await build_sessions(shard_plan(plans, opts.shard), recipe, counter, on_stage)
         )
     run_id = opts.run_id or f"bench-{key}"
-    return Prepared(run_id, key, total, ep.model, defaults, conversations)
+    return Prepared(run_id, key, total, ep.model, defaults, conversations, opts.scale, notes)
 
 
 def _defaults(ep: Endpoint, opts: BenchOptions, max_tokens: int, api: Api) -> BodyDefaults:

@@ -76,5 +76,6 @@ def live_queue_findings(s: LiveSamples | None, server: ServerFacts | None) -> li
             evidence=[Evidence(fact=f, source=s.source) for f in _facts(s, server)],
             remedy=NOT_TOKENIZATION + remedy_for(_concurrency(s), limit),
             saving_ms=None if s.mean_queue_ms is None else round(s.mean_queue_ms, 1),
+            part_ms=s.mean_queue_ms,
         )
     ]

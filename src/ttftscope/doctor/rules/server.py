@@ -118,6 +118,7 @@ def queue_findings(runs: Sequence[Run], limit: int | None = None) -> list[Findin
                 evidence=[Evidence(fact=f, source=_where(run)) for f in facts],
                 remedy=NOT_TOKENIZATION + queue_remedy(run, limit),
                 saving_ms=None if mean_q is None else round(mean_q, 1),
+                part_ms=mean_q,
             )
         )
     return out

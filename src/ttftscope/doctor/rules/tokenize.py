@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ttftscope.doctor.abtest import PairedAB, paired_ab
 from ttftscope.findings import Evidence, Finding
 from ttftscope.records import RequestRecord
 from ttftscope.results.parts import (
@@ -128,25 +129,93 @@ def _fit(records: Sequence[RequestRecord], part: str) -> LineFit | None:
     return fit_line([x for x, _ in pts], [y for _, y in pts])
 
 
-def _measured_saving(run: Run, tokens: float) -> tuple[float, str] | None:
-    """Median TTFT text − ids (or direct − gateway) at the largest context, where both ran."""
+@dataclass(frozen=True)
+class _Measured:
+    """The paired A/B at the largest context and the fact that states it."""
+
+    ab: PairedAB
+    fact: str
+    slow: str
+    fast: str
+
+
+def _pairs(
+    slow: Sequence[RequestRecord], fast: Sequence[RequestRecord]
+) -> tuple[list[float], list[float]]:
+    """The TTFTs of the k-th request of each series per context size, in the order sent."""
+    a: list[float] = []
+    b: list[float] = []
+    for size in sorted({r.context_tokens_target for r in slow}):
+        xs = [r.client_ttft_ms for r in sorted(slow, key=_order) if r.context_tokens_target == size]
+        ys = [r.client_ttft_ms for r in sorted(fast, key=_order) if r.context_tokens_target == size]
+        for x, y in zip(xs, ys, strict=False):
+            if x is not None and y is not None:
+                a.append(x)
+                b.append(y)
+    return a, b
+
+
+def _order(r: RequestRecord) -> int:
+    return r.index
+
+
+def _measured(run: Run, tokens: float) -> _Measured | None:
+    """Text vs ids (or direct vs gateway) at the largest context, paired, where both ran."""
     series = {s.name: _largest(s.records) for s in _series(run)}
     for slow, fast in (("text", "ids"), ("direct", "gateway"), ("chat", "gateway")):
-        a = median(r.client_ttft_ms for r in series.get(slow, []))
-        b = median(r.client_ttft_ms for r in series.get(fast, []))
-        if a is not None and b is not None:
-            return a - b, f"median TTFT {slow} {a:.0f} ms vs {fast} {b:.0f} ms at ~{tokens:,.0f}"
+        a, b = _pairs(series.get(slow, []), series.get(fast, []))
+        if a:
+            ab = paired_ab(a, b)
+            fact = (
+                f"median TTFT {slow} {median(a):.0f} ms vs {fast} {median(b):.0f} ms at "
+                f"~{tokens:,.0f} tokens; {slow} − {fast} per pair: {ab.interval()}"
+            )
+            return _Measured(ab, fact, slow, fast)
     return None
 
 
 def measured_saving_ms(run: Run) -> float | None:
-    """The TTFT ids (or the gateway) measurably saved in ``run``, where both paths ran.
+    """The TTFT ids (or the gateway) measurably saved in ``run``: the paired difference's
+    median where its interval decides that they help (:mod:`ttftscope.doctor.abtest`).
 
     >>> measured_saving_ms(Run(kind="probe", key="k", label="p", parts=())) is None
     True
     """
-    found = _measured_saving(run, 0.0)
-    return None if found is None else found[0]
+    found = _measured(run, 0.0)
+    return found.ab.median_ms if found is not None and found.ab.verdict == "helps" else None
+
+
+def _undecided(run: Run, s: _Series, m: _Measured, share: float, where: str) -> Finding:
+    """The front end is large, but the A/B cannot yet say whether the remedy helps."""
+    flag = "--ab ids" if m.fast == "ids" else "--gateway-url URL"
+    return Finding(
+        id="tokenization-bound",
+        severity="info",
+        title=f"TTFT is {share:.0%} {where} ({s.name}); whether {m.fast} help is not decided",
+        evidence=[Evidence(fact=m.fact, source=_source(run, s))],
+        remedy=f"not decided: run `ttftscope probe {flag} --repeat {m.ab.repeat_needed}` "
+        f"(decides whether {m.fast} save more than {m.ab.min_effect_ms:,.0f} ms)",
+    )
+
+
+def _source(run: Run, s: _Series) -> str:
+    return f"{', '.join(str(p) for p in run.sources)} ({s.name}, {len(s.records)} requests)"
+
+
+def _facts(
+    s: _Series, part: str, where: str, value: float, ttft: float, tokens: float
+) -> list[str]:
+    facts = [
+        f"{where} {value:.0f} ms of {ttft:.0f} ms median TTFT ({value / ttft:.0%}) "
+        f"at ~{tokens:,.0f} prompt tokens"
+    ]
+    fit = _fit(s.records, part)
+    if fit is not None and fit.slope > 0:
+        facts.append(f"grows {fit.slope:.2f} ms per 1K tokens (line fit, r² {fit.r2:.2f})")
+    rate = hit_rate(s.records)
+    if rate is not None:
+        facts.append(f"prefix-cache hit rate {rate:.2f}: the cache cannot help with this part")
+    return facts
 
 
 def _finding_for(run: Run, s: _Series, part: str, where: str) -> Finding | None:
@@ -160,31 +229,22 @@ def _finding_for(run: Run, s: _Series, part: str, where: str) -> Finding | None:
     gateway = server and _via_gateway(s.name)
     # text vs ids measures what ids remove from the server's front end, not the client's own
     # tokenization: stated for the client part it gave both findings the same saving
-    saving = _measured_saving(run, tokens) if server and not gateway else None
-    measured = saving is not None and saving[0] >= MIN_SAVING_MS
-    if value / ttft < MIN_SHARE and not measured:
+    m = _measured(run, tokens) if server and not gateway else None
+    if m is not None and m.ab.verdict != "helps":  # the A/B, not the share, decides
+        undecided = m.ab.verdict == "not decided" and value / ttft >= MIN_SHARE
+        return _undecided(run, s, m, value / ttft, where) if undecided else None
+    if value / ttft < MIN_SHARE and (m is None or m.ab.median_ms < MIN_SAVING_MS):
         return None
-    fit = _fit(s.records, part)
-    rate = hit_rate(s.records)
-    source = f"{', '.join(str(p) for p in run.sources)} ({s.name}, {len(s.records)} requests)"
-    facts = [
-        f"{where} {value:.0f} ms of {ttft:.0f} ms median TTFT ({value / ttft:.0%}) "
-        f"at ~{tokens:,.0f} prompt tokens"
-    ]
-    if fit is not None and fit.slope > 0:
-        facts.append(f"grows {fit.slope:.2f} ms per 1K tokens (line fit, r² {fit.r2:.2f})")
-    if rate is not None:
-        facts.append(f"prefix-cache hit rate {rate:.2f}: the cache cannot help with this part")
-    if saving is not None:
-        facts.append(saving[1] + " tokens")
+    facts = _facts(s, part, where, value, ttft, tokens) + ([m.fact] if m is not None else [])
     return Finding(
         id="tokenization-bound",
         severity="warning",
         title=f"TTFT is {value / ttft:.0%} {where}{' even through the gateway' * gateway} "
         f"({s.name}) and grows with context",
-        evidence=[Evidence(fact=f, source=source) for f in facts],
+        evidence=[Evidence(fact=f, source=_source(run, s)) for f in facts],
         remedy=_GATEWAY_REMEDY if gateway else _remedy(part),
-        saving_ms=round(saving[0], 1) if saving is not None and saving[0] > 0 else round(value, 1),
+        saving_ms=round(m.ab.median_ms if m is not None else value, 1),
+        part_ms=value,
     )
 
 
@@ -258,6 +318,7 @@ def _server_finding(run: Run, figures: ServerFigures) -> Finding | None:
         evidence=[Evidence(fact=f, source=_where(run)) for f in facts],
         remedy=_IDS_REMEDY if text else _GATEWAY_REMEDY,
         saving_ms=round(saving[0] if saving is not None else value, 1) if text else None,
+        part_ms=None if mixed else value,  # a mixed mean is not the text traffic's own part
     )
 
 

@@ -14,7 +14,6 @@ from starlette.responses import Response
 
 from ttftscope.gateway.apierrors import openai_error
 from ttftscope.gateway.asgi import ClientGone, Receive, Scope, cancel_status
-from ttftscope.gateway.converts import as_chat
 from ttftscope.gateway.forward import BadAnswer, forward
 from ttftscope.gateway.idpath import encode_chat, prepare, takes_ids
 from ttftscope.gateway.idsbody import chat_ids_body, splice_ids
@@ -63,7 +62,7 @@ async def _chat(
     if not takes_ids(up, "chat"):
         return await as_text(None)
     try:
-        _, prompt = await prepare(gw, up, body, len(raw), as_chat)
+        _, prompt = await prepare(gw, up, body, len(raw), "chat")
         enc = await encode_chat(gw, up, body, prompt, pin=pin, api="chat")
     except PassThrough as exc:
         return await as_text(exc.reason)

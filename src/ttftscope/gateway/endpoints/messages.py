@@ -22,7 +22,6 @@ from starlette.responses import Response
 
 from ttftscope.gateway.apierrors import anthropic_error
 from ttftscope.gateway.asgi import ClientGone, Receive, Scope, cancel_status
-from ttftscope.gateway.converts import messages_as_chat
 from ttftscope.gateway.endpoints.native import serve_native
 from ttftscope.gateway.forward import forward
 from ttftscope.gateway.idpath import encode_chat, prepare, takes_ids
@@ -40,7 +39,6 @@ async def messages(gw: Gateway, scope: Scope, receive: Receive) -> Response:
         api="messages",
         path="/messages",
         fmt="anthropic",
-        convert=messages_as_chat,
     )
 
 
@@ -78,7 +76,7 @@ async def _count(
     if not isinstance(body.get("model"), str) or not body["model"]:
         return None  # vLLM's 400 says what is wrong
     try:
-        chat, prompt = await prepare(gw, up, body, size, messages_as_chat)
+        chat, prompt = await prepare(gw, up, body, size, "messages")
         pin = session_pin(scope["headers"], body)
         # no length bound: Claude Code counts to learn when to compact a long conversation
         enc = await encode_chat(gw, up, chat, prompt, pin=pin, api="messages", bounded=False)

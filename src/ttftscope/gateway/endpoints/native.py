@@ -3,7 +3,8 @@
 vLLM converts an Anthropic or Responses request to a chat request and copies the body's
 ``kv_transfer_params`` into it, so the gateway forwards the client's own body with
 ``kv_transfer_params.prompt_token_ids`` and vLLM still writes its own answer (blocks, tool
-calls, stop reasons, events). The endpoint supplies the conversion to vLLM's chat body.
+calls, stop reasons, events). The conversion to vLLM's chat body is the API's
+(``converts.CONVERTS``).
 
 >>> from ttftscope.gateway.endpoints.native import serve_native
 """
@@ -17,7 +18,7 @@ from starlette.responses import Response
 
 from ttftscope.gateway.apierrors import ErrorFormat, error_response
 from ttftscope.gateway.asgi import ClientGone, Receive, Scope, cancel_status
-from ttftscope.gateway.converts import Convert
+from ttftscope.gateway.converts import NativeApi
 from ttftscope.gateway.forward import forward
 from ttftscope.gateway.idpath import encode_chat, prepare, takes_ids
 from ttftscope.gateway.idsbody import kv_ids_body
@@ -26,7 +27,6 @@ from ttftscope.gateway.jsoncodec import InexactNumber
 from ttftscope.gateway.passthrough import PassThrough
 from ttftscope.gateway.state import BadRequest, Gateway, internal_error, session_pin
 from ttftscope.gateway.upstreams import Upstream
-from ttftscope.gateway.verify import GatewayApi
 
 
 async def serve_native(
@@ -34,10 +34,9 @@ async def serve_native(
     scope: Scope,
     receive: Receive,
     *,
-    api: GatewayApi,
+    api: NativeApi,
     path: str,
     fmt: ErrorFormat,
-    convert: Convert,
 ) -> Response:
     """Answer one request of ``api`` (upstream ``path``), errors in ``fmt``."""
     up: Upstream | None = None
@@ -45,7 +44,7 @@ async def serve_native(
     try:
         raw, body, up = await gw.read(scope, receive)
         stream = stream_of(body)  # gw.read checked it
-        data, mode = await _with_ids(gw, up, raw, body, scope, api, convert)
+        data, mode = await _with_ids(gw, up, raw, body, scope, api)
         response = await forward(up, path, data, stream=stream, metrics=gw.metrics, fmt=fmt)
     except BadRequest as exc:
         response = error_response(fmt, exc.status, exc.message, headers=exc.headers)
@@ -66,8 +65,7 @@ async def _with_ids(
     raw: bytes,
     body: dict[str, Any],
     scope: Scope,
-    api: GatewayApi,
-    convert: Convert,
+    api: NativeApi,
 ) -> tuple[bytes, str]:
     """The bytes to send and the mode: the body with ids, or as it came (text)."""
     if not takes_ids(up, api):
@@ -75,7 +73,7 @@ async def _with_ids(
             gw.passthrough(up, "upstream_api")
         return raw, "text"
     try:
-        chat, prompt = await prepare(gw, up, body, len(raw), convert)
+        chat, prompt = await prepare(gw, up, body, len(raw), api)
         pin = session_pin(scope["headers"], body)
         enc = await encode_chat(gw, up, chat, prompt, pin=pin, api=api, native=body)
     except PassThrough as exc:

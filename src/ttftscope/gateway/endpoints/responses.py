@@ -16,7 +16,6 @@ from __future__ import annotations
 from starlette.responses import Response
 
 from ttftscope.gateway.asgi import Receive, Scope
-from ttftscope.gateway.converts import responses_as_chat
 from ttftscope.gateway.endpoints.native import serve_native
 from ttftscope.gateway.state import Gateway
 
@@ -30,5 +29,4 @@ async def responses(gw: Gateway, scope: Scope, receive: Receive) -> Response:
         api="responses",
         path="/responses",
         fmt="openai",
-        convert=responses_as_chat,
     )
