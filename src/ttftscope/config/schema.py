@@ -209,8 +209,9 @@ class GatewaySettings(_Section):
     port: int = Field(default=8100, ge=1, le=65535)
     cache_mb: int = Field(default=512, ge=1, le=1_000_000)
     upstreams: dict[str, UpstreamSettings] = Field(default_factory=dict)
-    # ask the upstream for its own rendering of every Nth request (0: never)
-    verify_every: int = Field(default=0, ge=0)
+    # ask the upstream for its own rendering of every Nth request (0: never); on by default
+    # at a low rate: a mismatch turns that request's shape classes to text
+    verify_every: int = Field(default=500, ge=0)
     # and of the first N requests of each (upstream, API, model) (0: none)
     verify_first: int = Field(default=3, ge=0)
     # seconds between re-reads of each ids upstream's /version (a change: checked again); 0: off
