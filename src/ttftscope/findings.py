@@ -30,6 +30,7 @@ FindingId = Literal[
     "prefix-cache-off",
     "network-path",
     "shared-server",
+    "prefill-bound",
 ]
 _RANK: dict[Severity, int] = {"info": 0, "warning": 1, "critical": 2}
 

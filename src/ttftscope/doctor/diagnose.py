@@ -25,9 +25,9 @@ from ttftscope.doctor.gather import Live, Recorded
 from ttftscope.doctor.rules.config import ConfigContext, config_findings
 from ttftscope.doctor.rules.livequeue import MIN_SAMPLES, STAYS_SHARE, live_queue_findings
 from ttftscope.doctor.rules.path import network_findings
+from ttftscope.doctor.rules.prefill import cache_findings, prefill_findings
 from ttftscope.doctor.rules.server import (
     NOT_TOKENIZATION,
-    cache_findings,
     queue_findings,
     rate_limit_findings,
     shared_server_findings,
@@ -132,6 +132,7 @@ def diagnose_runs(
         *shared_server_findings(runs),
         *network_findings(runs),
         *cache_findings(runs, server),
+        *prefill_findings(runs),
     ]
     return findings, notes
 
