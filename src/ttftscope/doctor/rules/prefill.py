@@ -55,6 +55,13 @@ def _tokens(r: RequestRecord) -> int:
     return r.prompt_tokens or r.context_tokens_target or 0
 
 
+def _rate(r: RequestRecord) -> float:
+    """The request's own hit rate (its hits over its lookups), 0 when unknown."""
+    if r.prefix_hits is None or not r.prefix_queries:
+        return 0.0
+    return min(1.0, r.prefix_hits / r.prefix_queries)
+
+
 def _previous(series: Series) -> dict[int, RequestRecord]:
     """Each request's predecessor in its conversation (same series and session, sent before)."""
     done = [
@@ -203,7 +210,7 @@ def _dominant(run: Run, series: Series) -> Finding | None:
     if rate is None or rate < LOW_HIT_RATE:
         return None  # the cache's finding says it
     prefill = found.part("prefill") or 0.0
-    computed = median(max(_tokens(r) - (r.prefix_hits or 0.0), 0.0) for r in records) or 0.0
+    computed = median(_tokens(r) * (1.0 - _rate(r)) for r in records) or 0.0
     facts = [
         f"median prefill {prefill:.0f} ms of {found.ttft_ms:.0f} ms median TTFT over "
         f"{found.n} requests; the cache held {rate:.2f} of their tokens",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ttftscope.doctor.abtest import bootstrap_interval
 from ttftscope.doctor.rules.limits import queue_remedy
 from ttftscope.errors import FailureKind
 from ttftscope.findings import Evidence, Finding
@@ -31,6 +32,7 @@ __all__ = [
 # waiting > 0 in this share of samples (or of requests) is a queue worth fixing
 MIN_WAITED_SHARE = 0.1
 MIN_QUEUE_SHARE = 0.1
+MIN_QUEUE_MS = 20.0  # mean time in queue under this is no alarm, however often it waited
 # Said first, so that the saving printed after the remedy belongs to the queue's fix.
 NOT_TOKENIZATION = "not a tokenization problem (token ids will not fix it): "
 
@@ -79,35 +81,64 @@ def _spread(run: Run) -> list[str]:
     return out
 
 
+def _queue_interval(run: Run) -> str | None:
+    """The per-request queue times' median with its 95% interval, where records have them."""
+    queued = [r.queue_ms for r in latency_samples(run.records, run.kind) if r.queue_ms is not None]
+    if len(queued) < 3:
+        return None
+    low, high = bootstrap_interval(queued)
+    return (
+        f"median queue time per request {median(queued):,.0f} ms (95% interval {low:,.0f} to "
+        f"{high:,.0f} ms, {len(queued)} requests)"
+    )
+
+
+def _costs(mean_q: float | None, share: float | None) -> bool:
+    """Queueing worth an alarm: its time measured, and large in ms and as a share of TTFT."""
+    return (
+        mean_q is not None
+        and share is not None
+        and mean_q >= MIN_QUEUE_MS
+        and (share >= MIN_QUEUE_SHARE)
+    )
+
+
+def _queue_finding(run: Run, limit: int | None) -> Finding | None:
+    facts, waited, mean_q = _queue_facts(run)
+    measured = latency_samples(run.records, run.kind)
+    p50 = median(r.client_ttft_ms for r in measured)
+    share = mean_q / p50 if mean_q is not None and p50 else None
+    if waited < MIN_WAITED_SHARE and (share is None or share < MIN_QUEUE_SHARE):
+        return None
+    costs = _costs(mean_q, share)
+    facts += _spread(run)
+    if mean_q is not None and share is not None:
+        every = " (every target's requests)" if len(split_series(run)) > 1 else ""
+        facts.append(f"mean queue time {mean_q:,.0f} ms = {share:.0%} of median TTFT{every}")
+    facts += [i for i in (_queue_interval(run),) if i is not None]
+    title = f"requests wait in the server's queue ({waited:.0%} of the run)"
+    if not costs:
+        cost = "not measured" if mean_q is None else f"{mean_q:,.0f} ms per request"
+        title = f"requests were seen waiting ({waited:.0%} of the run); the time it cost: {cost}"
+    return Finding(
+        id="queueing",
+        severity="warning" if costs else "info",
+        title=title,
+        evidence=[Evidence(fact=f, source=_where(run)) for f in facts],
+        remedy=NOT_TOKENIZATION + queue_remedy(run, limit),
+        saving_ms=None if mean_q is None or not costs else round(mean_q, 1),
+        part_ms=mean_q,
+    )
+
+
 def queue_findings(runs: Sequence[Run], limit: int | None = None) -> list[Finding]:
-    """Runs whose requests waited in the engine's queue for a significant part of the run.
+    """Runs whose requests waited in the engine's queue: a warning when the time in queue
+    was measured and costs (:data:`MIN_QUEUE_MS` and :data:`MIN_QUEUE_SHARE` of TTFT),
+    informational when waiting was seen at a cost too small or not measured.
 
     ``limit`` is the server's ``--max-num-seqs`` where it could be read (``/server_info``).
     """
-    out: list[Finding] = []
-    for run in runs:
-        facts, waited, mean_q = _queue_facts(run)
-        measured = latency_samples(run.records, run.kind)
-        p50 = median(r.client_ttft_ms for r in measured)
-        share = mean_q / p50 if mean_q is not None and p50 else None
-        if waited < MIN_WAITED_SHARE and (share is None or share < MIN_QUEUE_SHARE):
-            continue
-        facts += _spread(run)
-        if mean_q is not None and share is not None:
-            every = " (every target's requests)" if len(split_series(run)) > 1 else ""
-            facts.append(f"mean queue time {mean_q:,.0f} ms = {share:.0%} of median TTFT{every}")
-        out.append(
-            Finding(
-                id="queueing",
-                severity="warning",
-                title=f"requests wait in the server's queue ({waited:.0%} of the run)",
-                evidence=[Evidence(fact=f, source=_where(run)) for f in facts],
-                remedy=NOT_TOKENIZATION + queue_remedy(run, limit),
-                saving_ms=None if mean_q is None else round(mean_q, 1),
-                part_ms=mean_q,
-            )
-        )
-    return out
+    return [f for run in runs if (f := _queue_finding(run, limit)) is not None]
 
 
 def rate_limit_findings(runs: Sequence[Run]) -> list[Finding]:

@@ -39,6 +39,7 @@ __all__ = [
     "MIN_SAVING_MS",
     "LineFit",
     "client_tokenization_findings",
+    "fit_holds",
     "fit_line",
     "measured_saving_ms",
     "server_tokenization_findings",
@@ -52,6 +53,9 @@ MIN_SHARE = 0.3
 # share of TTFT: the share moves with the machine's speed and load, the saving is evidence.
 MIN_SAVING_MS = 20.0
 # variants whose prompt the server renders and tokenizes itself
+# a slope is stated only from a line that fits, and whose growth fits inside the part
+MIN_R2 = 0.8
+SLOPE_SLACK = 0.25
 _SERVER_TOKENIZES = ("chat", "text", "direct", "messages", "responses")
 _IDS_REMEDY = (
     "send token ids so the server skips rendering and tokenizing: run "
@@ -93,6 +97,21 @@ def fit_line(xs: Sequence[float], ys: Sequence[float]) -> LineFit | None:
     slope = sxy / sxx
     r2 = 1.0 if syy == 0 else (sxy * sxy) / (sxx * syy)
     return LineFit(slope, my - slope * mx, r2, n)
+
+
+def fit_holds(fit: LineFit, part_ms: float, tokens: float) -> bool:
+    """Whether a growth slope may be stated: the line fits (r² ≥ :data:`MIN_R2`), it grows,
+    and the growth it implies up to ``tokens`` is no larger than the part itself.
+
+    >>> fit_holds(LineFit(slope=10.0, intercept=0.0, r2=0.95, n=6), 84.0, 8000.0)
+    True
+    >>> fit_holds(LineFit(slope=169.0, intercept=0.0, r2=0.29, n=6), 84.0, 6000.0)
+    False
+    >>> fit_holds(LineFit(slope=169.0, intercept=0.0, r2=0.9, n=6), 84.0, 6000.0)
+    False
+    """
+    grown = fit.slope * tokens / 1000.0
+    return fit.r2 >= MIN_R2 and fit.slope > 0 and grown <= part_ms * (1 + SLOPE_SLACK)
 
 
 def _tokens(r: RequestRecord) -> float | None:
@@ -210,7 +229,7 @@ def _facts(
         f"at ~{tokens:,.0f} prompt tokens"
     ]
     fit = _fit(s.records, part)
-    if fit is not None and fit.slope > 0:
+    if fit is not None and fit_holds(fit, value, tokens):
         facts.append(f"grows {fit.slope:.2f} ms per 1K tokens (line fit, r² {fit.r2:.2f})")
     rate = hit_rate(s.records)
     if rate is not None:
@@ -236,11 +255,13 @@ def _finding_for(run: Run, s: _Series, part: str, where: str) -> Finding | None:
     if value / ttft < MIN_SHARE and (m is None or m.ab.median_ms < MIN_SAVING_MS):
         return None
     facts = _facts(s, part, where, value, ttft, tokens) + ([m.fact] if m is not None else [])
+    fit = _fit(s.records, part)
+    grows = " and grows with context" if fit and fit_holds(fit, value, tokens) else ""
     return Finding(
         id="tokenization-bound",
         severity="warning",
         title=f"TTFT is {value / ttft:.0%} {where}{' even through the gateway' * gateway} "
-        f"({s.name}) and grows with context",
+        f"({s.name}){grows}",
         evidence=[Evidence(fact=f, source=_source(run, s)) for f in facts],
         remedy=_GATEWAY_REMEDY if gateway else _remedy(part),
         saving_ms=round(m.ab.median_ms if m is not None else value, 1),
