@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ttftscope.doctor.abtest import PairedAB, paired_ab
+from ttftscope.doctor.linefit import LineFit, fit_holds, fit_line
 from ttftscope.findings import Evidence, Finding
 from ttftscope.records import RequestRecord
 from ttftscope.results.parts import (
@@ -36,9 +37,11 @@ from ttftscope.results.servers import ServerFigures, server_figures
 from ttftscope.stats import median
 
 __all__ = [
+    "DOCTOR_PROBE",
     "MIN_SAVING_MS",
     "LineFit",
     "client_tokenization_findings",
+    "doctors_own",
     "fit_holds",
     "fit_line",
     "measured_saving_ms",
@@ -46,6 +49,9 @@ __all__ = [
     "tokenization_findings",
 ]
 
+# The note on every request of the live doctor's short probe: the doctor's own work, which
+# findings about the user's client never read.
+DOCTOR_PROBE = "the doctor's own probe (its client tokenization is ttftscope's)"
 # A front end under this many ms at the largest context is not worth a gateway.
 MIN_FRONTEND_MS = 20.0
 MIN_SHARE = 0.3
@@ -53,9 +59,6 @@ MIN_SHARE = 0.3
 # share of TTFT: the share moves with the machine's speed and load, the saving is evidence.
 MIN_SAVING_MS = 20.0
 # variants whose prompt the server renders and tokenizes itself
-# a slope is stated only from a line that fits, and whose growth fits inside the part
-MIN_R2 = 0.8
-SLOPE_SLACK = 0.25
 _SERVER_TOKENIZES = ("chat", "text", "direct", "messages", "responses")
 _IDS_REMEDY = (
     "send token ids so the server skips rendering and tokenizing: run "
@@ -69,49 +72,6 @@ _GATEWAY_REMEDY = (
 
 def _via_gateway(name: str) -> bool:
     return "gateway" in name
-
-
-@dataclass(frozen=True)
-class LineFit:
-    """Least-squares ``y = slope * x + intercept`` and how well it fits (r²).
-
-    >>> f = fit_line([1, 2, 3], [2, 4, 6]); round(f.slope, 3), round(f.r2, 3)
-    (2.0, 1.0)
-    """
-
-    slope: float
-    intercept: float
-    r2: float
-    n: int
-
-
-def fit_line(xs: Sequence[float], ys: Sequence[float]) -> LineFit | None:
-    """Fit a line; ``None`` with fewer than 3 points or one distinct ``x``."""
-    n = len(xs)
-    if n < 3 or len(set(xs)) < 2:
-        return None
-    mx, my = sum(xs) / n, sum(ys) / n
-    sxx = sum((x - mx) ** 2 for x in xs)
-    sxy = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True))
-    syy = sum((y - my) ** 2 for y in ys)
-    slope = sxy / sxx
-    r2 = 1.0 if syy == 0 else (sxy * sxy) / (sxx * syy)
-    return LineFit(slope, my - slope * mx, r2, n)
-
-
-def fit_holds(fit: LineFit, part_ms: float, tokens: float) -> bool:
-    """Whether a growth slope may be stated: the line fits (r² ≥ :data:`MIN_R2`), it grows,
-    and the growth it implies up to ``tokens`` is no larger than the part itself.
-
-    >>> fit_holds(LineFit(slope=10.0, intercept=0.0, r2=0.95, n=6), 84.0, 8000.0)
-    True
-    >>> fit_holds(LineFit(slope=169.0, intercept=0.0, r2=0.29, n=6), 84.0, 6000.0)
-    False
-    >>> fit_holds(LineFit(slope=169.0, intercept=0.0, r2=0.9, n=6), 84.0, 6000.0)
-    False
-    """
-    grown = fit.slope * tokens / 1000.0
-    return fit.r2 >= MIN_R2 and fit.slope > 0 and grown <= part_ms * (1 + SLOPE_SLACK)
 
 
 def _tokens(r: RequestRecord) -> float | None:
@@ -377,8 +337,24 @@ def server_tokenization_findings(run: Run) -> list[Finding]:
     return out + _histogram_findings(run)
 
 
+def doctors_own(record: RequestRecord) -> bool:
+    """Whether the live doctor's own probe sent the request (its note says so).
+
+    >>> doctors_own(RequestRecord(run_id="r", index=0, variant="chat", phase="warm", ok=True,
+    ...                           notes=[DOCTOR_PROBE]))
+    True
+    """
+    return DOCTOR_PROBE in record.notes
+
+
 def client_tokenization_findings(run: Run) -> list[Finding]:
-    """Series whose client-side tokenization dominates TTFT and grows with context."""
+    """Series whose client-side tokenization dominates TTFT and grows with context.
+
+    The live doctor's own probe requests are left out: the tokenization they timed is
+    ttftscope's, not the user's client's.
+    """
+    if any(doctors_own(r) for r in run.records):
+        return []
     return [
         f
         for s in _series(run)
