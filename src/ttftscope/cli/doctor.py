@@ -21,7 +21,7 @@ from ttftscope.findings import Diagnosis
 from ttftscope.localserver.model import model_dir
 from ttftscope.probe.experiments import ProbeOptions, run_probe
 from ttftscope.records import RecordWriter, RequestRecord
-from ttftscope.report.terminal import print_diagnosis
+from ttftscope.report.terminal import print_diagnosis, print_verdict
 from ttftscope.results.runs import Run
 from ttftscope.tokenization.loader import Tokenizer, load_tokenizer
 
@@ -111,12 +111,14 @@ def _read_live(
 
 def _diagnose(
     loaded: LoadedSettings, paths: list[Path], live: Live | None, tok: Tokenizer | None
-) -> Diagnosis:
-    """Every rule over ``paths`` (and the configured request logs) and what ``live`` saw."""
+) -> tuple[Diagnosis, list[Run]]:
+    """Every rule over ``paths`` (and the configured request logs) and what ``live`` saw;
+    the runs read, for the chart."""
     recorded = read_recorded(paths, _logs(loaded))
-    return diagnose(
+    found = diagnose(
         Inputs(loaded=loaded, cwd=Path.cwd(), recorded=recorded, live=live, tokenizer=tok)
     )
+    return found, list(recorded.runs)
 
 
 def records_diagnosis(
@@ -212,9 +214,11 @@ def doctor(
     if (do_probe if do_probe is not None else live and not records) and reachable:
         out = result_dir or Path("ttftscope-results/doctor")
         paths.append(_live_probe(state, ep, tok, sizes, out, probe_seconds))
-    found = _diagnose(loaded, paths, got, tok)
+    found, runs = _diagnose(loaded, paths, got, tok)
     if as_json:
         click.echo(dumps(found.model_dump(mode="json") | {"exit_code": found.exit_code}))
     else:
-        print_diagnosis(found, make_console())
+        console = make_console()
+        print_verdict(found, runs, console)
+        print_diagnosis(found, console, headline=False)
     ctx.exit(found.exit_code)
