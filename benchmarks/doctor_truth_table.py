@@ -2,7 +2,8 @@
 
 Each scenario starts the stand-in vLLM of ``tests/doctor/scenarioserver.py`` with one known
 cost (network delay, a front end that grows with the prompt, queueing, prefill with the
-cache off, 429s, or none), runs the real probe against it and diagnoses the records as
+cache off, 429s, a slow client tokenizer, the time first in the system prompt, or none),
+runs the real probe against it and diagnoses the records as
 ``ttftscope doctor --no-live --records DIR`` does. Prints one JSON line per scenario, then a
 readable table. ``tests/doctor/test_truth_table.py`` asserts the same rows.
 

@@ -11,6 +11,10 @@ prefill ≤ TTFT always holds)::
 
     network delay ─► arrival ─► front end (grows with the prompt) ─► queue ─► prefill ─► token
 
+With :attr:`Costs.dynamic_system` the client's framework is part of the stand-in: it puts the
+time first in each chat request's system prompt, and every body as sent goes to a request
+log (``request_log``), as the gateway writes one with ``log_prompts``.
+
 Tokens are 4 characters each; the prefix cache holds 16-token blocks chained by hash, as
 vLLM's does. Beside the real cache a shadow cache always runs, so the server knows what a
 request would have hit with caching on: the prefill that caching would have saved is its
@@ -26,6 +30,8 @@ import json
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
@@ -51,6 +57,9 @@ class Costs:
     prefill_s_per_1k: float = 0.0005  # per computed (uncached) prompt token
     prefix_cache: bool = True
     every_429: int = 0  # every n-th request answers 429 (0: never)
+    # the client's framework puts the time first in the system prompt (chat), and the bodies
+    # as sent go to a request log, as the gateway's log_prompts writes them
+    dynamic_system: bool = False
 
 
 @dataclass
@@ -62,6 +71,7 @@ class Charged:
     frontend_ms: float
     queue_ms: float
     missed_prefill_ms: float  # prefill that caching would have saved
+    content_chars: int  # characters of the request's message contents (or prompt)
 
 
 @dataclass
@@ -135,8 +145,9 @@ def _prompt(payload: dict[str, Any]) -> str:
 class ScenarioServer(ThreadServer):
     """The stand-in; ``charged`` holds each answered request's injected costs, in order."""
 
-    def __init__(self, costs: Costs) -> None:
+    def __init__(self, costs: Costs, request_log: Path | None = None) -> None:
         self.costs = costs
+        self.request_log = request_log
         self.state = _State()
         self.charged: list[Charged] = []
         super().__init__(_app(self), name="scenario server")
@@ -145,8 +156,25 @@ class ScenarioServer(ThreadServer):
     def root(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    async def serve_one(self, text: str) -> tuple[int, float]:
-        """Run one request's stages; its prompt tokens and the server TTFT (s)."""
+    def received(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """The body as the client's framework sends it: with the time first in the system
+        prompt when :attr:`Costs.dynamic_system`; logged when there is a request log."""
+        messages = payload.get("messages")
+        if self.costs.dynamic_system and isinstance(messages, list) and messages:
+            now = datetime.now(UTC).isoformat()
+            first = {**messages[0], "content": f"Current time: {now}\n{messages[0]['content']}"}
+            payload = {**payload, "messages": [first, *messages[1:]]}
+        if self.request_log is not None:
+            with self.request_log.open("a", encoding="utf-8") as log:
+                log.write(json.dumps({"body": payload}) + "\n")
+        return payload
+
+    async def serve_one(self, text: str, chars: int, stable: str) -> tuple[int, float]:
+        """Run one request's stages; its prompt tokens and the server TTFT (s).
+
+        ``stable`` is the prompt without the dynamic field: what the shadow cache would have
+        held had the prompt's start not changed.
+        """
         c, st = self.costs, self.state
         await asyncio.sleep(c.network_s)
         t0 = time.perf_counter()
@@ -160,7 +188,7 @@ class ScenarioServer(ThreadServer):
         st.running += 1
         st.observe("vllm:request_queue_time_seconds", time.perf_counter() - q0)
         blocks = _blocks(text)
-        could = _hits(st.shadow, blocks)
+        could = _hits(st.shadow, _blocks(stable))
         hits = _hits(st.cache, blocks) if c.prefix_cache else 0
         p0 = time.perf_counter()
         await asyncio.sleep(c.prefill_s_per_1k * (n - hits) / 1000)
@@ -177,6 +205,7 @@ class ScenarioServer(ThreadServer):
                 frontend_ms=c.frontend_s_per_1k * n,
                 queue_ms=c.queue_s * 1000,
                 missed_prefill_ms=c.prefill_s_per_1k * (could - hits),
+                content_chars=chars,
             )
         )
         return n, ttft
@@ -221,10 +250,20 @@ def _event(kind: str, piece: str | None, done: bool = False) -> bytes:
     return b"data: " + json.dumps(obj).encode() + b"\n\n"
 
 
-async def _stream(srv: ScenarioServer, kind: str, text: str) -> AsyncIterator[bytes]:
+def _content_chars(payload: dict[str, Any]) -> int:
+    prompt = payload.get("prompt")
+    if isinstance(prompt, str):
+        return len(prompt)
+    return sum(len(str(m.get("content") or "")) for m in payload.get("messages") or [])
+
+
+async def _stream(
+    srv: ScenarioServer, kind: str, payload: dict[str, Any], sent: dict[str, Any]
+) -> AsyncIterator[bytes]:
+    """``payload`` as the client's framework sent it, ``sent`` as the caller wrote it."""
     if kind == "chat":
         yield _event(kind, None)
-    n, ttft = await srv.serve_one(text)
+    n, ttft = await srv.serve_one(_prompt(payload), _content_chars(payload), _prompt(sent))
     yield _event(kind, "Understood.")
     srv.finish(ttft)  # recorded before the last event: a scrape after [DONE] sees it
     yield _event(kind, "", done=True)
@@ -235,16 +274,16 @@ async def _stream(srv: ScenarioServer, kind: str, text: str) -> AsyncIterator[by
 
 def _app(srv: ScenarioServer) -> Starlette:
     async def completions(request: Request) -> Response:
-        payload = json.loads(await request.body())
+        sent = json.loads(await request.body())
+        payload = srv.received(sent)
         srv.state.requests += 1
         every = srv.costs.every_429
         if every and srv.state.requests % every == 0:
             error = {"message": "rate limited", "type": "rate_limit", "code": 429}
             return JSONResponse({"error": error}, status_code=429, headers={"Retry-After": "1"})
         kind = "chat" if request.url.path.endswith("chat/completions") else "text_completion"
-        return StreamingResponse(
-            _stream(srv, kind, _prompt(payload)), media_type="text/event-stream"
-        )
+        stream = _stream(srv, kind, payload, sent)
+        return StreamingResponse(stream, media_type="text/event-stream")
 
     async def tokenize(request: Request) -> Response:
         text = _prompt(json.loads(await request.body()))

@@ -16,7 +16,8 @@ from tests.report.fixtures import (
 from ttftscope.config.loader import load_settings
 from ttftscope.doctor.diagnose import Inputs, diagnose
 from ttftscope.doctor.gather import read_recorded
-from ttftscope.findings import Diagnosis, Finding
+from ttftscope.doctor.story import one_story
+from ttftscope.findings import Diagnosis, Evidence, Finding
 
 
 def _diagnose(*paths: Path) -> Diagnosis:
@@ -99,3 +100,24 @@ def test_prefill_that_dominates_with_the_cache_working_is_its_own_finding(tmp_pa
     assert "~850 uncached tokens per request: 470.6 ms per 1K computed tokens" in (
         f.evidence[1].fact
     )
+
+
+def test_a_cache_miss_is_folded_into_the_dynamic_prefix_that_causes_it() -> None:
+    cause = Finding(
+        id="dynamic-prefix", severity="warning", title="the prompt changes early", remedy="a"
+    )
+    missed = Finding(
+        id="prefix-cache-off",
+        severity="warning",
+        title="prefill is 98% of TTFT",
+        remedy="b",
+        saving_ms=365.0,
+        part_ms=380.0,
+        evidence=[Evidence(fact="median prefill 380 ms", source="p.jsonl")],
+    )
+    (one,) = one_story([missed, cause])
+    assert one.id == "dynamic-prefix" and one.saving_ms == 365.0 and one.part_ms == 380.0
+    assert [e.fact for e in one.evidence] == ["median prefill 380 ms"]
+    # the cache switched off is its own cause: no saving measured, nothing folded
+    off = missed.model_copy(update={"saving_ms": None})
+    assert [f.id for f in one_story([off, cause])] == ["prefix-cache-off", "dynamic-prefix"]

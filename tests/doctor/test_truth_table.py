@@ -9,6 +9,7 @@ accounting, never the doctor's figure.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -30,6 +31,7 @@ def test_the_injected_bottleneck_is_named_first_with_its_cost(
     row = run_scenario(scenario, tmp_path)
     assert row.named == row.expected, _explain(row)
     assert row.raised == (row.expected,), _explain(row)
+    assert scenario.says in row.title, row.title
     if row.injected_ms is not None:
         assert row.injected_ms >= 200.0  # large beside the noise of a loaded machine
         assert row.saving_ms is not None, _explain(row)
@@ -50,3 +52,5 @@ def test_the_table_is_wrong_when_the_saving_is_off_by_more_than_a_quarter() -> N
     assert Row("x", "queueing", "queueing", 230.0, 300.0, ("queueing",)).ok
     assert not Row("x", "queueing", "queueing", 300.0, 300.0, ("queueing", "network-path")).ok
     assert not Row("x", "queueing", "network-path", 300.0, 300.0, ("network-path",)).ok
+    client = Row("x", "tokenization-bound", "tokenization-bound", 300.0, 300.0, ("x",))
+    assert not dataclasses.replace(client, title="TTFT is 90% client-side", says="server-side").ok

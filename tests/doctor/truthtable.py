@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import asyncio
 import statistics
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.doctor.scenarioserver import MODEL, Charged, Costs, ScenarioServer
+import tokenizers
+
+from tests.doctor.scenarioserver import MODEL, Charged, Costs, ScenarioServer, tokens_of
 from ttftscope.client.endpoint import Endpoint
 from ttftscope.config.loader import load_settings
 from ttftscope.doctor.diagnose import Inputs, diagnose
@@ -25,8 +28,10 @@ from ttftscope.doctor.gather import read_recorded
 from ttftscope.findings import Diagnosis, FindingId
 from ttftscope.probe.experiments import ProbeOptions, run_probe
 from ttftscope.records import RecordWriter
+from ttftscope.tokenization.loader import Tokenizer
 
 SIZES = (2000, 8000)
+CLIENT_MS_PER_1K_CHARS = 9.0  # ~34K characters at 8,000 tokens: ~300 ms
 REPEAT = 3
 TOLERANCE = 0.25  # a saving within 25% of the injected cost
 HEALTHY = "no problem found"
@@ -40,6 +45,9 @@ class Scenario:
     expected: FindingId | None
     costs: Costs
     injected: Callable[[Charged], float] | None = None  # None: no time to save (429s)
+    client_ms_per_1k_chars: float = 0.0  # the client tokenizes first, at this cost
+    says: str = ""  # what the named finding's title must say (which part, where one id
+    # covers several)
 
 
 SCENARIOS: tuple[Scenario, ...] = (
@@ -50,6 +58,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         "tokenization-bound",
         Costs(frontend_s_per_1k=0.036),
         lambda c: c.frontend_ms,
+        says="server-side tokenization",
     ),
     Scenario("queueing", "queueing", Costs(queue_s=0.3), lambda c: c.queue_ms),
     Scenario(
@@ -59,6 +68,20 @@ SCENARIOS: tuple[Scenario, ...] = (
         lambda c: c.missed_prefill_ms,
     ),
     Scenario("429s", "rate-limited", Costs(every_429=4)),
+    Scenario(
+        "client tokenization",
+        "tokenization-bound",
+        Costs(),
+        lambda c: CLIENT_MS_PER_1K_CHARS * c.content_chars / 1000,
+        client_ms_per_1k_chars=CLIENT_MS_PER_1K_CHARS,
+        says="client-side tokenization",
+    ),
+    Scenario(
+        "time in the prompt",
+        "dynamic-prefix",
+        Costs(prefill_s_per_1k=0.04, dynamic_system=True),
+        lambda c: c.missed_prefill_ms,
+    ),
 )
 
 
@@ -72,11 +95,13 @@ class Row:
     saving_ms: float | None
     injected_ms: float | None
     raised: tuple[str, ...]  # every finding above "info", in the doctor's order
+    title: str = ""  # the named finding's title
+    says: str = ""  # what it must say
 
     @property
     def ok(self) -> bool:
         """Named first, nothing else above info, and the saving within 25% of the cost."""
-        if self.named != self.expected or len(self.raised) > 1:
+        if self.named != self.expected or len(self.raised) > 1 or self.says not in self.title:
             return False
         if self.injected_ms is None:
             return True
@@ -85,17 +110,31 @@ class Row:
         return abs(self.saving_ms - self.injected_ms) <= TOLERANCE * self.injected_ms
 
 
-def _probe(srv: ScenarioServer, out: Path) -> None:
+class SlowTokenizer(Tokenizer):
+    """The client's tokenizer, costing ``ms_per_1k_chars`` (4 characters a token)."""
+
+    def __init__(self, ms_per_1k_chars: float) -> None:
+        super().__init__(tokenizers.Tokenizer(tokenizers.models.BPE()), Path("slow"), "slow")
+        self.ms_per_1k_chars = ms_per_1k_chars
+
+    def encode(self, text: str, *, add_special_tokens: bool = False) -> list[int]:
+        time.sleep(self.ms_per_1k_chars * len(text) / 1e6)  # the injected cost itself
+        return [1] * tokens_of(text)
+
+
+def _probe(srv: ScenarioServer, out: Path, s: Scenario) -> None:
     ep = Endpoint(base_url=f"{srv.root}/v1", metrics_url=f"{srv.root}/metrics", model=MODEL)
     opts = ProbeOptions(
         context_tokens=SIZES, repeat=REPEAT, num_warmups=1, max_tokens=4, metrics_settle_s=5.0
     )
+    tok = SlowTokenizer(s.client_ms_per_1k_chars) if s.client_ms_per_1k_chars else None
     with RecordWriter(out / "probe-truth.jsonl") as writer:
-        asyncio.run(run_probe(ep, opts, writer=writer))
+        asyncio.run(run_probe(ep, opts, writer=writer, local_tokenizer=tok))
 
 
 def doctor_records(out: Path) -> Diagnosis:
-    """What ``ttftscope doctor --no-live --records OUT`` concludes (no settings, no logs)."""
+    """What ``ttftscope doctor --no-live --records OUT`` concludes (no settings; the request
+    log in OUT read as the doctor reads logs in a records folder)."""
     loaded = load_settings(env={}, cwd=out)
     return diagnose(Inputs(loaded=loaded, cwd=out, recorded=read_recorded([out])))
 
@@ -109,8 +148,9 @@ def _injected(s: Scenario, charged: list[Charged]) -> float | None:
 def run_scenario(s: Scenario, out: Path) -> Row:
     """Inject, probe, diagnose: one row of the table."""
     out.mkdir(parents=True, exist_ok=True)
-    with ScenarioServer(s.costs) as srv:
-        _probe(srv, out)
+    log = out / "requests.jsonl" if s.costs.dynamic_system else None
+    with ScenarioServer(s.costs, request_log=log) as srv:
+        _probe(srv, out, s)
         charged = list(srv.charged)
     found = doctor_records(out)
     raised = tuple(f.id for f in found.findings if f.gates)
@@ -122,4 +162,6 @@ def run_scenario(s: Scenario, out: Path) -> Row:
         saving_ms=None if first is None else first.saving_ms,
         injected_ms=_injected(s, charged),
         raised=raised,
+        title="" if first is None else first.title,
+        says=s.says,
     )

@@ -40,7 +40,7 @@ from ttftscope.doctor.rules.tokenize import (
     server_tokenization_findings,
 )
 from ttftscope.doctor.serverfacts import ServerFacts
-from ttftscope.doctor.story import one_per_remedy
+from ttftscope.doctor.story import one_story
 from ttftscope.findings import Diagnosis, Finding
 from ttftscope.results.parts import records_breakdown, summary_breakdown
 from ttftscope.results.runs import Run
@@ -202,4 +202,4 @@ def diagnose(inputs: Inputs) -> Diagnosis:
         *_live_queue_notes(live),
         *text.notes,
     ]
-    return Diagnosis.of(one_per_remedy(findings), _checked(inputs), notes)
+    return Diagnosis.of(one_story(findings), _checked(inputs), notes)

@@ -4,7 +4,11 @@ Rules judge one series or run at a time, so the same remedy can come back severa
 gateway's hop in three runs, prefill missing the cache in two). A reader should meet each
 remedy once: the findings that share one become the one with the largest saving (then the
 worst severity), with every other's evidence kept under it and its series named in the
-title. :meth:`~ttftscope.findings.Diagnosis.of` then ranks them, worst first, then by saving.
+title. A cause and its symptom are one statement too: prompts whose start changes (the
+request logs' ``dynamic-prefix``) and the prefill that misses the cache because of it (the
+records' ``prefix-cache-off``, with its measured saving) become the cause, carrying the
+symptom's saving and evidence. :meth:`~ttftscope.findings.Diagnosis.of` then ranks them,
+worst first, then by saving.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from collections.abc import Sequence
 
 from ttftscope.findings import Finding
 
-__all__ = ["one_per_remedy"]
+__all__ = ["one_per_remedy", "one_story"]
 
 _RANK = {"info": 0, "warning": 1, "critical": 2}
 
@@ -44,3 +48,26 @@ def one_per_remedy(findings: Sequence[Finding]) -> list[Finding]:
     for f in findings:
         groups.setdefault((f.id, f.remedy), []).append(f)
     return [_merged(g) for g in groups.values()]
+
+
+def _with_cause(findings: Sequence[Finding]) -> list[Finding]:
+    """A measured cache miss folded into the dynamic prefix that causes it."""
+    cause = next((f for f in findings if f.id == "dynamic-prefix"), None)
+    missed = next(
+        (f for f in findings if f.id == "prefix-cache-off" and f.saving_ms is not None), None
+    )
+    if cause is None or missed is None:
+        return list(findings)
+    merged = cause.model_copy(
+        update={
+            "evidence": cause.evidence + missed.evidence,
+            "saving_ms": missed.saving_ms,
+            "part_ms": missed.part_ms,
+        }
+    )
+    return [merged if f is cause else f for f in findings if f is not missed]
+
+
+def one_story(findings: Sequence[Finding]) -> list[Finding]:
+    """Causes with their measured symptoms, then each remedy once."""
+    return one_per_remedy(_with_cause(findings))
