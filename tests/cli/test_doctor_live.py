@@ -38,7 +38,7 @@ def test_a_healthy_server_live_is_no_problem_and_the_probe_is_labelled(
     code, out, err, records = _live(Costs(), [], tmp_path, capsys, monkeypatch)
     data = json.loads(out)
     assert code == 0 and [f for f in data["findings"] if f["severity"] != "info"] == []
-    assert "a short probe of the endpoint (chat): 10 requests, at most 60 s" in err
+    assert "short probe (chat): 10 requests, 60 s at most (--probe-seconds)…" in err
     assert len(records) == 10
     assert all(DOCTOR_PROBE in r.notes and r.tokenize_ms is None for r in records)
 

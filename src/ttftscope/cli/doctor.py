@@ -69,10 +69,11 @@ def _live_probe(
         budget_s=budget_s,
         client_tokenize=False,
     )
-    what = "chat, and text vs ids" if tok is not None else "chat"
-    state.err.print(
-        f"a short probe of the endpoint ({what}): {opts.total_requests} requests, at most "
-        f"{budget_s:g} s (--probe-seconds)…"
+    what = "chat, text vs ids" if tok is not None else "chat"
+    state.err.print(  # under 80 columns: 78 with three-digit figures
+        f"short probe ({what}): {opts.total_requests} requests, {budget_s:g} s at most "
+        "(--probe-seconds)…",
+        highlight=False,
     )
     path = out / f"probe-{time.strftime('%Y%m%d-%H%M%S')}.jsonl"
     with RecordWriter(path) as writer, RequestProgress(opts.total_requests, state.err) as bar:
