@@ -70,9 +70,10 @@ def ttft_ms(client: httpx.Client, base: str) -> float:
     return (at - t0) * 1000
 
 
-def cpu_s(pid: int) -> float:
-    """User + system CPU seconds of process ``pid`` so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+def cpu_s(pid: int, task: str = "") -> float:
+    """User + system CPU seconds of process ``pid`` so far (``task``: ``/task/<tid>``, one
+    of its threads)."""
+    fields = Path(f"/proc/{pid}{task}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 

@@ -1,16 +1,24 @@
-"""What tracing costs the gateway: 64 concurrent streams, tracing off and on, side by side.
+"""What tracing costs the gateway: 64 concurrent streams, tracing off, on, and on the SDK's path.
 
-Two gateways in ``ids`` mode (render, incremental encode, ids upstream) sit in front of one
-trivial streaming upstream (``trivial_upstream.py``, its own process); one traces and exports
-its spans over OTLP/HTTP to a local sink (the same script, another process, which counts what
-it receives). Every request carries a ``traceparent``, as the probe's and the bench's do, so
-the traced gateway continues the client's trace: 6 spans a request. Rounds alternate which
-gateway goes first; each round sends ``--requests`` chats through 64 concurrent streams.
+Three gateways in ``ids`` mode (render, incremental encode, ids upstream) sit in front of one
+trivial streaming upstream (``trivial_upstream.py``, its own process): ``off`` does not trace,
+``on`` exports its spans as the gateway does (our encoder, on a thread of its own), ``on_sdk``
+through the OpenTelemetry SDK's batch processor and exporter (``TTFTSCOPE_OTLP_EXPORTER=sdk``,
+what every traced gateway did before). Each traced one exports over OTLP/HTTP to a sink of its
+own (the same script, another process, which counts the posts, bytes and spans it receives).
+Every request carries a ``traceparent``, as the probe's and the bench's do, so a traced
+gateway continues the client's trace: 6 spans a request. Rounds rotate which gateway goes
+first; each round sends ``--requests`` chats through 64 concurrent streams.
 
 Figures: requests a second, client TTFT (first content event) p50/p99, and the gateway's
-CPU per request (user + system, from /proc), for each; the sink's span count. Also, in this
-process, what the off path adds per request to the hot path (reading the trace headers, and
-the stages' look-ups that find tracing off), in nanoseconds. The last line is JSON.
+CPU per request (user + system, from /proc), for each, and how it splits between the event
+loop's thread and the others (the exporter, the work pool); what tracing adds to the CPU per
+request (``tracing_cpu_us_per_request``: on − off, in microseconds;
+``tracing_cpu_us_sdk_per_request``: on_sdk − off);
+each sink's counts. Also, in this process, what the off path adds per request to the hot path
+(reading the trace headers, and the stages' look-ups that find tracing off), in nanoseconds,
+and the CPU of each stage of a traced request on both paths (``tracing_stages.py``). The last
+line is JSON.
 
     python benchmarks/tracing_overhead.py            # 4 rounds of 2,048 requests
     python benchmarks/tracing_overhead.py --quick    # a smoke run
@@ -21,10 +29,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import sys
 import time
 import timeit
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +42,7 @@ import aiohttp
 import httpx
 import trivial_upstream
 from gateway_hop import _free_port, cpu_s, gateway
+from tracing_stages import print_stages, stage_cpu_us
 from trivial_upstream import started
 
 from ttftscope.gateway.hoptrace import begin, traced
@@ -99,18 +110,35 @@ def off_path_ns(loops: int = 200_000) -> dict[str, float]:
     }
 
 
+def threads_cpu_s(pid: int) -> tuple[float, float]:
+    """User + system CPU seconds so far of process ``pid``'s main thread (its event loop),
+    and of its other threads together (the exporter, the work pool)."""
+    main = other = 0.0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            seconds = cpu_s(pid, f"/task/{tid}")
+        except OSError:  # a thread that ended
+            continue
+        if int(tid) == pid:
+            main = seconds
+        else:
+            other += seconds
+    return main, other
+
+
 def measure(urls: dict[str, str], pids: dict[str, int], rounds: int, requests: int) -> Any:
     ttfts: dict[str, list[float]] = {name: [] for name in urls}
     wall = dict.fromkeys(urls, 0.0)
-    cpu = dict.fromkeys(urls, 0.0)
+    cpu = {name: [0.0, 0.0, 0.0] for name in urls}  # the process, its main thread, the rest
     names = list(urls)
     for name in names:  # warm-up: connections, caches, the first encodes
         asyncio.run(_round(urls[name], STREAMS * 2))
     for i in range(rounds):
-        for name in names[i % 2 :] + names[: i % 2]:
-            c0 = cpu_s(pids[name])
+        for name in names[i % len(names) :] + names[: i % len(names)]:
+            c0 = (cpu_s(pids[name]), *threads_cpu_s(pids[name]))
             got, seconds = asyncio.run(_round(urls[name], requests))
-            cpu[name] += cpu_s(pids[name]) - c0
+            c1 = (cpu_s(pids[name]), *threads_cpu_s(pids[name]))
+            cpu[name] = [acc + b - a for acc, a, b in zip(cpu[name], c0, c1, strict=True)]
             ttfts[name] += got
             wall[name] += seconds
     return ttfts, wall, cpu
@@ -118,6 +146,81 @@ def measure(urls: dict[str, str], pids: dict[str, int], rounds: int, requests: i
 
 def _q(values: list[float], q: float) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1]
+
+
+def _row(total: int, ttfts: list[float], wall: float, cpu: list[float]) -> dict[str, float]:
+    return {
+        "req_per_s": round(total / wall, 1),
+        "ttft_ms_p50": round(statistics.median(ttfts), 3),
+        "ttft_ms_p99": round(_q(ttfts, 99), 3),
+        "cpu_ms_per_request": round(cpu[0] * 1000 / total, 4),
+        "loop_thread_cpu_us": round(cpu[1] * 1e6 / total, 1),
+        "other_threads_cpu_us": round(cpu[2] * 1e6 / total, 1),
+    }
+
+
+def run(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The three gateways measured: the JSON fields, and each sink's counts."""
+    up_port = _free_port()
+    up = f"http://127.0.0.1:{up_port}"
+    sinks = {name: _free_port() for name in ("on", "on_sdk")}
+    folder = args.model_dir or model_dir()
+    cmds, urls = {}, {}
+    for name in ("off", "on", "on_sdk"):
+        cmds[name], urls[name] = gateway(up + "/v1", "ids", folder)
+    for name, port in sinks.items():
+        env = [f"OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:{port}"]
+        env += ["TTFTSCOPE_OTLP_EXPORTER=sdk"] if name == "on_sdk" else []
+        cmds[name] = ["env", *env, *cmds[name]]
+    serve = [sys.executable, trivial_upstream.__file__]
+    with ExitStack() as stack:
+        stack.enter_context(started([*serve, str(up_port)], up + "/v1/models"))
+        for port in sinks.values():
+            sink = f"http://127.0.0.1:{port}"
+            stack.enter_context(started([*serve, str(port)], sink + "/v1/models"))
+        pids = {n: stack.enter_context(started(cmds[n], urls[n] + "/health")).pid for n in urls}
+        print(f"upstream {up}; gateways: " + ", ".join(f"{n} {u}" for n, u in urls.items()))
+        ttfts, wall, cpu = measure(urls, pids, args.rounds, args.requests)
+        time.sleep(6)  # the batch processors send every 5 s
+        got = {n: httpx.get(f"http://127.0.0.1:{p}/sink").json() for n, p in sinks.items()}
+    total = args.rounds * args.requests
+    result: dict[str, Any] = {"streams": STREAMS, "requests_per_mode": total}
+    for name in urls:
+        row = _row(total, ttfts[name], wall[name], cpu[name])
+        result.update({f"{name}_{k}": v for k, v in row.items()})
+    return result, got
+
+
+COLUMNS = (
+    ("req/s", "req_per_s", 8),
+    ("ttft p50", "ttft_ms_p50", 9),
+    ("ttft p99", "ttft_ms_p99", 9),
+    ("cpu ms/req", "cpu_ms_per_request", 11),
+    ("loop us", "loop_thread_cpu_us", 8),
+    ("others us", "other_threads_cpu_us", 9),
+)
+
+
+def _print_table(result: dict[str, Any]) -> None:
+    print(f"{'':6}" + "".join(f" {title:>{w}}" for title, _, w in COLUMNS))
+    for name in ("off", "on", "on_sdk"):
+        print(f"{name:6}" + "".join(f" {result[f'{name}_{k}']:>{w}}" for _, k, w in COLUMNS))
+
+
+def _derived(result: dict[str, Any], sinks: dict[str, Any]) -> None:
+    """What tracing adds, from the rows; what each sink received."""
+    off = result["off_cpu_ms_per_request"]
+    for name, key in (("on", "tracing_cpu_us"), ("on_sdk", "tracing_cpu_us_sdk")):
+        result[key + "_per_request"] = round((result[f"{name}_cpu_ms_per_request"] - off) * 1000, 1)
+    result["cpu_ratio_on_off"] = round(result["on_cpu_ms_per_request"] / off, 3)
+    result["ttft_p50_on_minus_off_ms"] = round(
+        result["on_ttft_ms_p50"] - result["off_ttft_ms_p50"], 3
+    )
+    warm = STREAMS * 2  # the warm-up requests are traced too
+    result["spans_sent"] = 6 * (result["requests_per_mode"] + warm)
+    for name, got in sinks.items():
+        prefix = "sink" if name == "on" else "sink_sdk"
+        result.update({f"{prefix}_{k}": v for k, v in got.items()})
 
 
 def main() -> None:
@@ -129,56 +232,23 @@ def main() -> None:
     args = ap.parse_args()
     if args.quick:
         args.rounds, args.requests = 2, 256
-    up_port, sink_port = _free_port(), _free_port()
-    up, sink = f"http://127.0.0.1:{up_port}", f"http://127.0.0.1:{sink_port}"
-    folder = args.model_dir or model_dir()
-    off_cmd, off_url = gateway(up + "/v1", "ids", folder)
-    on_cmd, on_url = gateway(up + "/v1", "ids", folder)
-    on_cmd = ["env", f"OTEL_EXPORTER_OTLP_ENDPOINT={sink}", *on_cmd]
-    serve = [sys.executable, trivial_upstream.__file__]
-    with (
-        started([*serve, str(up_port)], up + "/v1/models"),
-        started([*serve, str(sink_port)], sink + "/v1/models"),
-        started(off_cmd, off_url + "/health") as off_gw,
-        started(on_cmd, on_url + "/health") as on_gw,
-    ):
-        print(f"upstream {up}; sink {sink}; gateways: off {off_url}, on {on_url}")
-        urls, pids = {"off": off_url, "on": on_url}, {"off": off_gw.pid, "on": on_gw.pid}
-        ttfts, wall, cpu = measure(urls, pids, args.rounds, args.requests)
-        time.sleep(6)  # the batch processor sends every 5 s
-        received = httpx.get(sink + "/sink").json()
-    total = args.rounds * args.requests
-    result: dict[str, Any] = {"streams": STREAMS, "requests_per_mode": total}
-    print(f"{STREAMS} streams, {total} requests per gateway, {args.rounds} rounds")
-    print(f"{'':4} {'req/s':>8} {'ttft p50':>9} {'ttft p99':>9} {'cpu ms/req':>11}")
-    for name in urls:
-        row = {
-            "req_per_s": round(total / wall[name], 1),
-            "ttft_ms_p50": round(statistics.median(ttfts[name]), 3),
-            "ttft_ms_p99": round(_q(ttfts[name], 99), 3),
-            "cpu_ms_per_request": round(cpu[name] * 1000 / total, 4),
-        }
-        result.update({f"{name}_{k}": v for k, v in row.items()})
-        print(
-            f"{name:4} {row['req_per_s']:>8} {row['ttft_ms_p50']:>9} {row['ttft_ms_p99']:>9} "
-            f"{row['cpu_ms_per_request']:>11}"
-        )
-    result["cpu_ratio_on_off"] = round(
-        result["on_cpu_ms_per_request"] / result["off_cpu_ms_per_request"], 3
-    )
-    result["ttft_p50_on_minus_off_ms"] = round(
-        result["on_ttft_ms_p50"] - result["off_ttft_ms_p50"], 3
-    )
-    result["sink_posts"], result["sink_bytes"] = received["posts"], received["bytes"]
-    result.update(off_path_ns())
+    result, sinks = run(args)
+    print(f"{STREAMS} streams, {result['requests_per_mode']} requests per gateway, ", end="")
+    print(f"{args.rounds} rounds")
+    _print_table(result)
+    _derived(result, sinks)
     print(
-        f"on/off CPU per request: {result['cpu_ratio_on_off']}x; sink got "
-        f"{received['posts']} exports, {received['bytes']} bytes"
+        f"tracing adds {result['tracing_cpu_us_per_request']} us of gateway CPU a request "
+        f"({result['tracing_cpu_us_sdk_per_request']} us on the SDK's path); sinks got "
+        f"{result['sink_spans']} and {result['sink_sdk_spans']} of {result['spans_sent']} spans"
     )
+    result.update(off_path_ns())
     print(
         f"off path per request: {result['off_path_ns_no_trace_headers']} ns "
         f"({result['off_path_ns_with_traceparent']} ns with a traceparent to pass on)"
     )
+    result["stages_us"] = stage_cpu_us()
+    print_stages(result["stages_us"])
     print(json.dumps(result))
 
 

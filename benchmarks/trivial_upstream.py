@@ -7,7 +7,7 @@ not stream gets usage counting the ``kv_transfer_params.prompt_token_ids`` it wa
 way vLLM 0.32 answers the gateway's start-up probe for ``chat-ids``. Also ``GET /v1/models``
 (one model, ``trivial``) and ``GET /metrics`` (an idle vLLM's waiting gauge). As an OTLP/HTTP
 sink it takes ``POST /v1/traces`` (an empty answer, as a collector gives) and counts what came
-at ``GET /sink`` (``{"posts", "bytes"}``).
+at ``GET /sink`` (``{"posts", "bytes", "spans"}``; spans -1 without ``opentelemetry-proto``).
 
 Benchmarks start it (and other servers) with :func:`started`.
 """
@@ -27,7 +27,19 @@ import uvicorn
 
 MODEL = "trivial"
 Message = MutableMapping[str, Any]
-SINK = {"posts": 0, "bytes": 0}  # what came to POST /v1/traces
+SINK = {"posts": 0, "bytes": 0, "spans": 0}  # what came to POST /v1/traces
+
+
+def _spans(body: bytes) -> int:
+    """How many spans an OTLP protobuf export holds (-1: no opentelemetry-proto to read it)."""
+    try:
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+            ExportTraceServiceRequest,
+        )
+    except ImportError:
+        return -1
+    req = ExportTraceServiceRequest.FromString(body)
+    return sum(len(ss.spans) for rs in req.resource_spans for ss in rs.scope_spans)
 
 
 def _sse(obj: object) -> bytes:
@@ -66,6 +78,7 @@ async def app(
     if scope["path"] == "/v1/traces":
         SINK["posts"] += 1
         SINK["bytes"] += len(body)
+        SINK["spans"] = -1 if SINK["spans"] < 0 else SINK["spans"] + _spans(body)
         await _send(send, "application/x-protobuf", b"")
         return
     if scope["method"] == "GET":

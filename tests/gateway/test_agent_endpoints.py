@@ -1,6 +1,6 @@
 """The agents' own APIs through the gateway, against an in-process upstream: Anthropic
 Messages (Claude Code) and count_tokens, keys as Claude Code sends them, errors in each
-API's format, session pinning, the version gate and default verification."""
+API's format, session pinning, the start-up check and default verification."""
 
 from __future__ import annotations
 
@@ -157,14 +157,20 @@ def test_an_upstream_older_than_0_32_is_served_as_text(qwen2_dir: Path) -> None:
 def test_the_first_requests_of_each_api_are_verified_by_default(
     upstream: FaultServer, qwen2_dir: Path
 ) -> None:
+    before = len(upstream.requests)
     with GatewayServer(_settings(upstream, qwen2_dir)) as gw:
-        before = len(upstream.requests)
         for _ in range(4):
             _post(gw, "/messages", ANTHROPIC)
         mine = upstream.requests[before:]
         asked = [r.path for r in mine if r.path.endswith(("/render", "/tokenize"))]
-        # the fault server serves neither: each 404 is remembered, each route asked once
-        assert asked == ["/normal/v1/chat/completions/render", "/normal/tokenize"]
+        # the fault server serves neither: each 404 is remembered by the upstream, each route
+        # asked once in all (by the start-up check; the verifier then knows)
+        assert asked == [
+            "/normal/v1/chat/completions/render",
+            "/normal/tokenize",
+            "/normal/v1/messages/render",
+            "/normal/v1/responses/render",
+        ]
 
 
 def test_a_compacted_history_costs_one_encode_never_a_wrong_id(

@@ -84,3 +84,27 @@ def test_a_hostile_answer_to_the_check_costs_a_bound_never_the_loop(
         assert plain.ids and plain.oracle == "tokenize", plain  # render abandoned, not fatal
         assert _chat(gw, PLAIN).status_code == 200
         assert "kv_transfer_params" in srv.seen.generated[-1]
+
+
+def test_a_verified_mismatch_turns_its_shape_class_to_text_and_says_so(qwen2_dir: Path) -> None:
+    """Proven at start-up, then the server renders tool requests otherwise (a restart with
+    another template, a flag): the verifier's mismatch takes ``tools`` off ids, not ``plain``."""
+    options = FakeOptions(model_dir=qwen2_dir)
+    with FakeVllm(options) as srv, GatewayServer(_settings(srv, qwen2_dir, verify_every=1)) as gw:
+        tools = {**PLAIN, "tools": [TOOL]}
+        assert _chat(gw, tools).status_code == 200
+        assert "kv_transfer_params" in srv.seen.generated[-1]
+        options.wrong = frozenset({"tools"})
+        assert _chat(gw, tools).status_code == 200  # the verified one: sent as text
+        assert "kv_transfer_params" not in srv.seen.generated[-1]
+        asked = len(srv.seen.paths)
+        assert _chat(gw, tools).status_code == 200  # the class is text now: not even checked
+        assert "kv_transfer_params" not in srv.seen.generated[-1]
+        assert srv.seen.paths[asked:] == ["/v1/chat/completions"]
+        assert _chat(gw, PLAIN).status_code == 200
+        assert "kv_transfer_params" in srv.seen.generated[-1]
+        shape = {"upstream": "u", "api": "chat"}
+        assert gateway_metric(gw.port, "ttftscope_gateway_shape_ids", shape="tools", **shape) == 0
+        assert gateway_metric(gw.port, "ttftscope_gateway_shape_ids", shape="plain", **shape) == 1
+        reason = {"upstream": "u", "reason": "unproven_shape"}
+        assert gateway_metric(gw.port, "ttftscope_gateway_passthrough_total", **reason) == 1

@@ -15,10 +15,14 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from tests.faultserver import FaultServer
 from tests.gateway.gatewayserver import GatewayServer
 from tests.gateway.reference import reference_ids
+from tests.tracing.otlpsink import OtlpSink
 from ttftscope.config.schema import GatewaySettings, UpstreamSettings
+from ttftscope.records import RequestRecord
 from ttftscope.tracing.context import new_context, parse_traceparent
 from ttftscope.tracing.emit import open_emitter
+from ttftscope.tracing.join import apply_spans
 from ttftscope.tracing.names import ENCODED_TOKENS, REUSED_TOKENS
+from ttftscope.tracing.otlpdecode import spans_of
 
 CHAT = [{"role": "user", "content": "hello there"}]
 
@@ -131,3 +135,32 @@ def test_an_unsampled_trace_is_passed_on_but_not_recorded(
     assert _traced(upstream, qwen2_dir, {"traceparent": off}) == []
     onward = parse_traceparent(upstream.last_request.headers["traceparent"])
     assert onward.trace_id == ctx.trace_id and not onward.sampled
+
+
+def test_on_over_otlp_the_exported_trace_decodes_and_joins_its_record(
+    upstream: FaultServer, qwen2_dir: Path
+) -> None:
+    ctx = new_context()
+    with OtlpSink() as sink:
+        with GatewayServer(
+            _settings(upstream, qwen2_dir), emitter=open_emitter(sink.url, environ={})
+        ) as gw:
+            _chat(gw, "tiny-llama", ctx.headers())
+        spans = [s for e in sink.exports for s in spans_of(e.request)]
+    by_name = {s.name: s for s in spans}
+    assert sorted(by_name) == ["encode", "gateway", "parse", "render", "rewrite", "upstream"]
+    gateway = by_name["gateway"]
+    assert gateway.service == "ttftscope-gateway" and gateway.parent_span_id == ctx.span_id
+    assert {s.parent_span_id for s in spans if s is not gateway} == {gateway.span_id}
+    sent = parse_traceparent(upstream.last_request.headers["traceparent"])
+    assert sent.span_id == by_name["upstream"].span_id
+    rec = RequestRecord(
+        run_id="r", index=0, variant="chat", phase="warm", ok=True,
+        t_wall=gateway.start_unix_ns / 1e9, trace_id=ctx.trace_id,
+    )  # fmt: skip
+    apply_spans(rec, spans)
+    upstream_at = (by_name["upstream"].start_unix_ns - gateway.start_unix_ns) / 1e6
+    assert rec.gateway_ms is not None and rec.gateway_ms > 0
+    assert rec.gateway_ms == pytest.approx(upstream_at)
+    counts = next(t.counts for t in rec.spans if t.name == "encode")
+    assert sum(counts.values()) == len(reference_ids(qwen2_dir, CHAT))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -32,6 +33,9 @@ class OtlpSink:
     """``with OtlpSink() as sink``: ``sink.url`` takes OTLP/HTTP; ``sink.exports`` holds it."""
 
     exports: list[Export] = field(default_factory=list)
+    answers: list[int] = field(default_factory=list)  # statuses to answer first, then 200
+    refused: int = 0  # how many POSTs got one of those
+    arrived: threading.Event = field(default_factory=threading.Event)  # set at each export
 
     def __enter__(self) -> OtlpSink:
         sink = self
@@ -39,10 +43,20 @@ class OtlpSink:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("content-length", "0")))
+                if sink.answers:
+                    sink.refused += 1
+                    self.send_response(sink.answers.pop(0))
+                    self.send_header("retry-after", "0")  # at once: the test waits for nothing
+                    self.send_header("content-length", "0")
+                    self.end_headers()
+                    return
+                if self.headers.get("content-encoding") == "gzip":
+                    body = gzip.decompress(body)
                 req = ExportTraceServiceRequest()
                 req.ParseFromString(body)
                 headers = {k.lower(): v for k, v in self.headers.items()}
                 sink.exports.append(Export(self.path, headers, req))
+                sink.arrived.set()
                 self.send_response(200)
                 self.send_header("content-type", "application/x-protobuf")
                 self.send_header("content-length", "0")

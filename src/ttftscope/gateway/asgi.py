@@ -226,7 +226,7 @@ class HotPath:
         finally:
             CURRENT.reset(token)
             if hop.ctx is not None and self.emitter is not None:
-                self.emitter.emit(GATEWAY_SERVICE, hop.spans(scope["path"], status))
+                self.emitter.emit_later(GATEWAY_SERVICE, hop.finish(scope["path"], status))
 
     async def _serve(
         self,

@@ -4,7 +4,9 @@ The inbound ``traceparent`` and ``X-Request-Id`` always go on to the upstream (a
 trace reaches vLLM's span whether or not the gateway traces). With tracing on, the gateway
 continues the trace (or starts one): the upstream gets a child context whose span id is the
 gateway's ``upstream`` span, and the stages stamp ``perf_counter_ns`` on a small per-request
-:class:`HopTrace`; its spans are built only after the answer is sent. With tracing off and no
+:class:`HopTrace`; its spans are written only after the answer is sent, by the emitter's
+exporting thread (:meth:`HopTrace.finish` hands it a :class:`FinishedHop`, which writes them
+straight as OTLP protobuf, or as ``SpanData`` for the SDK's exporter). With tracing off and no
 trace headers in, there is no object at all: :data:`CURRENT` stays None.
 
 The request's :class:`HopTrace` is found through :data:`CURRENT` (a context variable the
@@ -31,9 +33,10 @@ from ttftscope.errors import ConfigError
 from ttftscope.tracing.context import REQUEST_ID, TRACEPARENT, TraceContext, new_context
 from ttftscope.tracing.context import parse_traceparent as _parse
 from ttftscope.tracing.names import GATEWAY_SPAN, GATEWAY_STAGES
+from ttftscope.tracing.otlpencode import Child, family_bytes
 from ttftscope.tracing.spans import AttrValue, SpanData
 
-__all__ = ["CURRENT", "UPSTREAM", "HopTrace", "begin", "traced"]
+__all__ = ["CURRENT", "UPSTREAM", "FinishedHop", "HopTrace", "begin", "traced"]
 
 _TP = TRACEPARENT.encode()
 _RID = REQUEST_ID.lower().encode()
@@ -79,44 +82,88 @@ class HopTrace:
 
     def spans(self, route: str, status: int) -> list[SpanData]:
         """The ``gateway`` span and one child per stage that ran, as plain data."""
+        return self.finish(route, status).spans()
+
+    def finish(self, route: str, status: int) -> FinishedHop:
+        """The request ends now: what writes its spans (its stamps are final, so any thread
+        may, later: the gateway's event loop only stamps)."""
         assert self.ctx is not None, "spans are built only when tracing is on"
         end = time.perf_counter_ns()
-        for name in list(self.opened):
-            self.close(name)
-        ctx = self.ctx
-        root = SpanData(
-            name=GATEWAY_SPAN,
-            trace_id=ctx.trace_id,
-            span_id=ctx.span_id,
-            parent_id=self.parent_id,
-            start_ns=self._wall(self.start_ns),
-            end_ns=self._wall(end),
-            attributes={"http.route": route, "http.response.status_code": status},
-            error=f"status {status}" if status >= 500 else None,
-            kind="server",
-        )
-        out = [root]
-        for name in sorted(self.stages, key=lambda n: self.stages[n][0]):
-            start, stop = self.stages[name]
-            upstream = name == UPSTREAM
-            events = [(m, self._wall(ns)) for m, ns in self.marks.items()] if upstream else []
-            out.append(
-                SpanData(
-                    name=name,
-                    trace_id=ctx.trace_id,
-                    span_id=self.upstream_id if upstream else _span_id(),
-                    parent_id=ctx.span_id,
-                    start_ns=self._wall(start),
-                    end_ns=self._wall(stop),
-                    attributes=dict(self.attrs.get(name, {})),
-                    events=sorted(events, key=lambda e: e[1]),
-                    kind="client" if upstream else "internal",
-                )
-            )
-        return out
+        if self.opened:
+            for name in list(self.opened):
+                self.close(name)
+        # a copy: a pool thread of a request cancelled mid-stage may still stamp its stage
+        return FinishedHop(self, route, status, end, dict(self.stages))
 
-    def _wall(self, perf_ns: int) -> int:
-        return self.wall_ns + (perf_ns - self.start_ns)
+
+@dataclass(slots=True)
+class FinishedHop:
+    """A finished request's spans, written on demand (a :class:`SpanSource`): the ``gateway``
+    span, then one child per stage in the order they started, ``upstream`` with its events."""
+
+    hop: HopTrace
+    route: str
+    status: int
+    end_ns: int  # perf_counter_ns
+    stages: dict[str, tuple[int, int]]
+    _children: list[Child] | None = None
+
+    def spans(self) -> list[SpanData]:
+        root = self._root()
+        return [root] + [
+            SpanData(
+                name, root.trace_id, span_id.hex(), root.span_id, start, end,
+                dict(attrs or {}), list(events), None, kind,
+            )
+            for name, kind, span_id, start, end, attrs, events in self._ordered()
+        ]  # fmt: skip
+
+    def span_fields(self) -> list[bytes]:
+        return family_bytes(self._root(), self._ordered())
+
+    def _root(self) -> SpanData:
+        hop, status = self.hop, self.status
+        assert hop.ctx is not None
+        attrs: dict[str, AttrValue] = {
+            "http.route": self.route,
+            "http.response.status_code": status,
+        }
+        error = f"status {status}" if status >= 500 else None
+        end = self.end_ns + hop.wall_ns - hop.start_ns
+        return SpanData(
+            GATEWAY_SPAN, hop.ctx.trace_id, hop.ctx.span_id, hop.parent_id, hop.wall_ns, end,
+            attrs, [], error, "server",
+        )  # fmt: skip
+
+    def _ordered(self) -> list[Child]:
+        """The stages as children, their ids drawn once."""
+        if self._children is None:
+            hop = self.hop
+            shift = hop.wall_ns - hop.start_ns  # perf_counter_ns to time_ns
+            out: list[Child] = []
+            for name, (start, stop) in sorted(self.stages.items(), key=_started):
+                attrs = hop.attrs.get(name)
+                if name == UPSTREAM:
+                    events = [(m, ns + shift) for m, ns in hop.marks.items()]
+                    events.sort(key=_at)
+                    span_id = bytes.fromhex(hop.upstream_id)
+                    out.append(
+                        (name, "client", span_id, start + shift, stop + shift, attrs, events)
+                    )
+                else:
+                    out.append(
+                        (name, "internal", _raw_id(), start + shift, stop + shift, attrs, ())
+                    )
+            self._children = out
+        return self._children
+
+
+def _started(stage: tuple[str, tuple[int, int]]) -> int:
+    return stage[1][0]
+
+
+def _at(event: tuple[str, int]) -> int:
+    return event[1]
 
 
 CURRENT: ContextVar[HopTrace | None] = ContextVar("ttftscope_hop_trace", default=None)
@@ -173,6 +220,11 @@ def _span_id() -> str:
     # what the SDK's RandomIdGenerator does: random, not secrets (no system call a span)
     value = random.getrandbits(64)
     return f"{value or 1:016x}"
+
+
+def _raw_id() -> bytes:
+    """A span id as its 8 bytes, drawn as :func:`_span_id` draws one."""
+    return (random.getrandbits(64) or 1).to_bytes(8, "big")
 
 
 def _inbound(value: bytes | None) -> TraceContext | None:

@@ -145,5 +145,22 @@ async def encode_chat(
     model = (native or chat_body).get("model")
     enc = await encode_prompt(gw, up, model, prompt, pin, bounded=bounded)
     if not await gw.verifier.agrees(up, chat_body, enc.ids, api, native):
+        _demote(gw, up, api, native or chat_body)
         raise PassThrough("verify_mismatch", "the upstream's own rendering differs")
     return enc
+
+
+def _demote(gw: Gateway, up: Upstream, api: GatewayApi, body: dict[str, Any]) -> None:
+    """After a verification mismatch, the request's shape classes go as text on ``up`` until
+    the next start-up or version check proves them again; said in the log and ``/metrics``."""
+    if up.shapes is None or api == "completions":
+        return
+    turned = up.shapes.demote(api, body, "verify: the upstream's own rendering differed")
+    for shape in turned:
+        gw.metrics.shape_ids.labels(up.name, api, shape).set(0)
+    log.warning(
+        "upstream %s: %s shape classes %s now go as text (a verified request differed)",
+        up.name,
+        api,
+        ", ".join(turned),
+    )

@@ -28,7 +28,7 @@ NativeApi = Literal["chat", "messages", "responses"]
 # what proved (or could not prove) a verdict: the upstream's render route, its /tokenize,
 # a 1-token request whose usage counted the ids sent, the gateway itself (it sends such a
 # body as text anyway), or nothing that answered
-Oracle = Literal["render", "tokenize", "probe", "local", "none"]
+Oracle = Literal["render", "tokenize", "probe", "local", "none", "verify"]
 _COMMON = (
     "plain",
     "system_developer",
@@ -90,6 +90,24 @@ class ShapeTable:
         missing = self.unproven(api, shape_classes(api, body))
         if missing:
             raise PassThrough("unproven_shape", f"{api}: {', '.join(missing)} not proven")
+
+    def demote(self, api: NativeApi, body: Mapping[str, Any], why: str) -> list[str]:
+        """Turn the classes of ``body`` that a mismatch blames to text, ``why`` named; the
+        classes turned. ``plain`` is blamed only when the body has no other class (every
+        request has it: one odd shape must not take the whole API off ids).
+
+        >>> t = ShapeTable({("chat", "plain"): Verdict(True, "ok", "render"),
+        ...                 ("chat", "tools"): Verdict(True, "ok", "render")})
+        >>> t.demote("chat", {"messages": [], "tools": [{}]}, "verify: differs at 7")
+        ['tools']
+        >>> t.unproven("chat", {"plain", "tools"})
+        ['tools']
+        """
+        classes = shape_classes(api, body)
+        blamed = sorted(classes - {"plain"} or classes)
+        for shape in blamed:
+            self.verdicts[(api, shape)] = Verdict(False, why, "verify")
+        return blamed
 
     def ids_count(self) -> int:
         """How many (API, class) pairs go as ids."""

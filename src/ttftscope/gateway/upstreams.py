@@ -48,6 +48,7 @@ from ttftscope.config.schema import UpstreamSettings
 from ttftscope.gateway.coldpool import ColdPool
 from ttftscope.gateway.hop import MAX_ANSWER, Answer, HopError, HopTimeouts, UpstreamPool
 from ttftscope.gateway.jsoncodec import dumps
+from ttftscope.gateway.modelfacts import caps_new_tokens, longest_token_chars, model_type
 from ttftscope.gateway.profiles import BASELINE, Profile, profile_for
 from ttftscope.gateway.sessions import SessionCache
 from ttftscope.gateway.shapes import ShapeTable
@@ -216,8 +217,8 @@ class Upstream:
         self.cache = SessionCache(
             self.tok, max_bytes=cache_bytes, shadow_every=shadow_every, pool=pool, cold=cold
         )
-        self.capped_default = _caps_new_tokens(Path(folder).expanduser())
-        self.model_type = _model_type(Path(folder).expanduser())
+        self.capped_default = caps_new_tokens(Path(folder).expanduser())
+        self.model_type = model_type(Path(folder).expanduser())
         probe = "adds?"
         self.adds_special_tokens = self.tok.encode(
             probe, add_special_tokens=True
@@ -361,37 +362,6 @@ class Upstream:
         if status == 200 and counted == len(ids):
             return True, "ok"
         return False, f"HTTP {status}, prompt_tokens {counted} for {len(ids)} ids"
-
-
-def longest_token_chars(tok: Tokenizer) -> int:
-    """The most characters a token of ``tok`` can cover: the length of its longest vocabulary
-    string (a byte-level or byte-fallback token's string is at least as long as the text it
-    stands for), so a prompt longer than ``max_model_len`` times this is surely too long.
-
-    >>> longest_token_chars(o200k_tok) >= max(map(len, o200k_tok.hf.get_vocab()))
-    True
-    """
-    vocab = tok.hf.get_vocab(with_added_tokens=True)
-    return max(map(len, vocab), default=1)
-
-
-def _model_type(folder: Path) -> str | None:
-    """``model_type`` from the model folder's ``config.json``, if it says."""
-    try:
-        config = orjson.loads((folder / "config.json").read_bytes())
-    except (OSError, orjson.JSONDecodeError):
-        return None
-    kind = config.get("model_type") if isinstance(config, dict) else None
-    return kind if isinstance(kind, str) else None
-
-
-def _caps_new_tokens(folder: Path) -> bool:
-    """Whether the model folder's ``generation_config.json`` sets ``max_new_tokens``."""
-    try:
-        config = orjson.loads((folder / "generation_config.json").read_bytes())
-    except (OSError, orjson.JSONDecodeError):
-        return False  # vLLM reads no cap from a missing or unreadable file either
-    return isinstance(config, dict) and config.get("max_new_tokens") is not None
 
 
 def offline_upstream(model_dir: Path, version: str) -> Upstream:

@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from ttftscope.errors import MissingExtra
-from ttftscope.tracing.spans import SpanData
+from ttftscope.tracing.spans import SpanData, SpanSource
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace.export import SpanExporter
@@ -34,12 +34,22 @@ ENV_TRACES = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
 ENV_BASE = "OTEL_EXPORTER_OTLP_ENDPOINT"
 # the modules of the ``trace`` extra that emitting needs (cli.extras lists the same)
 TRACE_MODULES = ("opentelemetry.sdk", "opentelemetry.exporter.otlp.proto.http")
+# the SDK's batch processor and exporter instead of ours (what a proxy, say, needs)
+ENV_EXPORTER = "TTFTSCOPE_OTLP_EXPORTER"
+# a credential provider (a requests session from a plugin) is the SDK exporter's to use
+CREDENTIAL_VARS = (
+    "OTEL_PYTHON_EXPORTER_OTLP_HTTP_CREDENTIAL_PROVIDER",
+    "OTEL_PYTHON_EXPORTER_OTLP_HTTP_TRACES_CREDENTIAL_PROVIDER",
+)
 
 
 class SpanEmitter(Protocol):
     """Where finished spans go; :meth:`emit` never blocks on the network."""
 
     def emit(self, service: str, spans: Sequence[SpanData]) -> None: ...
+
+    def emit_later(self, service: str, source: SpanSource) -> None:
+        """The spans of ``source``, built when the emitter gets to them."""
 
     def shutdown(self) -> None:
         """Send what is queued, then stop (bounded by the exporter's timeout)."""
@@ -68,10 +78,15 @@ def open_emitter(
 ) -> SpanEmitter | None:
     """An emitter batching spans to the configured endpoint; None when tracing is off.
 
-    ``exporter`` replaces the OTLP exporter (tests pass an in-memory one); it turns tracing
-    on by itself. ``schedule_delay_ms``: how long a batch waits (default the SDK's,
-    ``OTEL_BSP_SCHEDULE_DELAY`` or 5 s); a reader that waits for the spans wants it short.
-    Raises :class:`MissingExtra` when tracing is on without the ``trace`` extra.
+    Spans go through :class:`~ttftscope.tracing.batchemit.BatchEmitter` (our encoder, our
+    thread). The SDK's batch processor and exporter
+    (:class:`~ttftscope.tracing.otlp.OtlpEmitter`) take them instead with an ``exporter``
+    (tests pass an in-memory one; it turns tracing on by itself), a credential provider
+    variable, or ``TTFTSCOPE_OTLP_EXPORTER=sdk`` (say, for an HTTP proxy: the SDK's exporter
+    reads one from the environment, ours does not). ``schedule_delay_ms``: how long a batch
+    waits (default ``OTEL_BSP_SCHEDULE_DELAY`` or 5 s); a reader that waits for the spans
+    wants it short. Raises :class:`MissingExtra` when tracing is on without the ``trace``
+    extra.
 
     >>> open_emitter(None, environ={}) is None
     True
@@ -79,6 +94,20 @@ def open_emitter(
     url = traces_endpoint(otlp_endpoint, os.environ if environ is None else environ)
     if url is None and exporter is None:
         return None
+    _check_extra(command)
+    # headers, timeout, compression, TLS files and batch sizes: from the process environment,
+    # as the SDK's exporter reads them (``environ`` is only where the endpoint comes from)
+    if url is not None and exporter is None and not _wants_sdk(os.environ):
+        from ttftscope.tracing.batchemit import BatchEmitter  # the SDK only when tracing is on
+
+        return BatchEmitter.to(url, os.environ, schedule_delay_ms=schedule_delay_ms)
+    from ttftscope.tracing.otlp import OtlpEmitter
+
+    return OtlpEmitter(url, exporter=exporter, schedule_delay_ms=schedule_delay_ms)
+
+
+def _check_extra(command: str) -> None:
+    """Raise :class:`MissingExtra` unless the ``trace`` extra is installed."""
     missing = tuple(m for m in TRACE_MODULES if importlib.util.find_spec(m) is None)
     if missing:
         exc = MissingExtra("trace", missing, command=command)
@@ -89,9 +118,12 @@ def open_emitter(
         )
         exc.args = (f"{exc.message}\n  hint: {exc.hint}",)
         raise exc
-    from ttftscope.tracing.otlp import OtlpEmitter  # the SDK only when tracing is on
 
-    return OtlpEmitter(url, exporter=exporter, schedule_delay_ms=schedule_delay_ms)
+
+def _wants_sdk(environ: Mapping[str, str]) -> bool:
+    """Whether the SDK's exporter is asked for, or needed (a credential provider plugin)."""
+    chosen = environ.get(ENV_EXPORTER, "").strip().lower() == "sdk"
+    return chosen or any(environ.get(v) for v in CREDENTIAL_VARS)
 
 
 def _traces_url(base: str) -> str:

@@ -19,21 +19,22 @@ in ``traceparent``, so the server's span is a child of the span built here.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, Protocol
 
 from ttftscope.records import RequestRecord
 from ttftscope.tracing.context import TraceContext
 from ttftscope.tracing.names import CLIENT_SPAN, FIRST_BYTE, FIRST_TOKEN
 
-__all__ = ["AttrValue", "SpanData", "SpanKindName", "client_span"]
+__all__ = ["AttrValue", "SpanData", "SpanKindName", "SpanSource", "client_span"]
 
 AttrValue = str | int | float | bool
 # OpenTelemetry's span kinds we use: the request as sent, as received, and work inside a hop
 SpanKindName = Literal["client", "server", "internal"]
 
 
-@dataclass
+@dataclass(slots=True)
 class SpanData:
     """One finished span: ids as hex, times in nanoseconds since the epoch."""
 
@@ -47,6 +48,17 @@ class SpanData:
     events: list[tuple[str, int]] = field(default_factory=list)
     error: str | None = None  # the span's status: None is OK
     kind: SpanKindName = "internal"
+
+
+class SpanSource(Protocol):
+    """Spans that are built when an emitter gets to them, maybe on another thread (what it
+    reads must be final), as plain data or straight as OTLP protobuf."""
+
+    def spans(self) -> Sequence[SpanData]: ...
+
+    def span_fields(self) -> Sequence[bytes]:
+        """The same spans as :func:`ttftscope.tracing.otlpencode.span_bytes` writes them."""
+        ...
 
 
 def client_span(rec: RequestRecord, ctx: TraceContext) -> SpanData:
