@@ -196,6 +196,8 @@ def _turn(
         "direct_text_ttft_ms": round(text, 1),
         "first": "gateway" if gateway_first else "direct",
         "passthrough": reasons,
+        "verify_checks": int(d("verify_checks")),
+        "verify_mismatches": int(d("verify_mismatches")),
     }
 
 
@@ -220,6 +222,8 @@ def _summary(agent: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
         "turns": len(rows),
         "ids_share": round(sum(r["ids"] for r in rows) / len(rows), 3),
         "text_turns": [(r["session"], r["turn"], r["passthrough"]) for r in rows if not r["ids"]],
+        "verify_checks": sum(r["verify_checks"] for r in rows),
+        "verify_mismatches": sum(r["verify_mismatches"] for r in rows),
         "encoded_tokens_per_turn_median": statistics.median(r["encoded_tokens"] for r in later)
         if later
         else None,

@@ -1,27 +1,40 @@
-"""The gateway under agent load: does one cold 100K-token conversation stall everyone else?
+"""The gateway under agent load: what does it add to a small chat's latency while cold
+100K-token conversations encode?
 
-A fake vLLM 0.32 (this file run with ``--upstream PORT``, its own process) answers chat-ids
-requests at once, streaming 16 chunks 10 ms apart, and names in each answer's ``id`` a hash
-of the token ids it received. The gateway runs in its own process (``ttftscope gateway``,
-as users run it) with a real tokenizer and chat template (the offline Qwen2 fixture) and a
-small ``cache_mb`` so that the session cache churns. This process is the clients:
+Two fake vLLM 0.32 (``soak_servers.py``, each its own process) answer chat-ids requests at
+once, streaming 16 chunks 10 ms apart, and name in each answer's ``id`` a hash of the token
+ids they received: one for the long conversations, one for the small chats. The gateway runs
+in its own process (``ttftscope gateway``, as users run it) with a real tokenizer and chat
+template (the offline Qwen2 fixture) and a small ``cache_mb`` so that the session cache
+churns. This process is the clients. Every ``--small-every-ms`` one small chat goes to the
+gateway and the same chat, at the same instant, straight to its upstream: a pair. The
+direct one is what the machine, the clients and the upstream cost in that window without the
+gateway, so ``gateway_added_p99_ms`` (gateway p99 minus direct p99 of the same pairs) is the
+gateway's own share, however loaded the machine is. Phases:
 
-1. idle: small chats alone, one every ``--small-every-ms``: their p99 is the baseline;
-2. cold: ``--cold`` conversations of ~``--tokens`` tokens arrive at once, small chats
-   still ticking: their p99 while the cold prompts encode;
-3. churn: every conversation (``--conversations``), cold then ``--turns - 1`` warm turns
-   (a tool result and a reply appended), ``--concurrency`` at a time; one client in four
-   reads its stream slowly and one in eight leaves after the first event.
+1. idle: small chats alone for ``--idle-s``;
+2. cold: ``--cold`` cold conversations of ~``--tokens`` tokens in flight at all times (a new
+   one starts when one is answered: a conversation's first turn under a system prompt that
+   starts differently, so nothing cached shares its prefix) until ``--cold-chats`` pairs
+   have been timed: the gateway-added p99 while cold prompts encode, the headline;
+3. churn (unless ``--no-churn``): every conversation (``--conversations``), cold then
+   ``--turns - 1`` warm turns (a tool result and a reply appended), ``--concurrency`` at a
+   time; one client in four reads its stream slowly and one in eight leaves after the first
+   event.
 
 Then the gateway's RSS (``/proc``) against its ``cache_mb``, and its cache's bytes per cached
 conversation scaled to 100K tokens (its ``/metrics``). Ids are checked on the conversations
-``i % --verify-every == 0``: the hash the upstream saw against a full encode of the same
-rendering here. The machine's other load shows in the latencies; run it on a quiet machine.
-Prints figures; the last line is JSON with ``small_chat_p99_idle_ms``,
-``small_chat_p99_cold_ms``, ``stall_ratio``, ``mb_per_100k_conversation``,
-``rss_over_cache_mb``, ``mismatches``.
+``i % --verify-every == 0`` in the churn (the cold phase's variants are not checked): the
+hash the upstream saw against a full encode of the same rendering here.
+``--encode-processes 0,2 --rounds 2`` runs the gateway configurations in turn (0, 2, 0, 2;
+"auto" too) on the same conversations, a fresh gateway each. Prints JSON lines: one per
+phase of each run (``phase``, ``pairs``, gateway and direct p50/p99, ``gateway_added_p99_ms``,
+``paired_added_p99_ms``: the p99 of each pair's difference), one per run with every figure
+(``gateway_added_p99_cold_ms``, ``mb_per_100k_conversation``, ``rss_over_cache_mb``,
+``mismatches``, ...), and after several runs a ``summary`` line per configuration.
 
-    python benchmarks/gateway_soak.py            # ~5 minutes on 2 cores
+    python benchmarks/gateway_soak.py            # ~4 minutes on 2 cores
+    python benchmarks/gateway_soak.py --encode-processes 0,2 --rounds 2 --no-churn
     python benchmarks/gateway_soak.py --quick    # a few seconds: the figures are not targets
 """
 
@@ -29,18 +42,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
-import hashlib
 import json
+import os
 import random
 import re
-import socket
 import statistics
-import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable, Iterator, MutableMapping
-from contextlib import contextmanager
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from pathlib import Path
 from tempfile import TemporaryDirectory
@@ -50,118 +59,21 @@ import aiohttp
 import httpx
 import orjson
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from soak_pairs import JSON, SMALL, SMALL_MODEL, Pairs, compare, figures, small_chats
+from soak_servers import (
+    free_port,
+    gauge,
+    ids_hash,
+    processes,
+    rss_mb,
+    started,
+    workers_ready,
+    workers_rss_mb,
+)
+
 MODEL = "soak"
-MAX_MODEL_LEN = 262_144
-Message = MutableMapping[str, Any]
-
-
-# --- the fake upstream (its own process) ---------------------------------------------------
-def ids_hash(ids: list[int]) -> str:
-    return hashlib.sha1(orjson.dumps(ids)).hexdigest()[:16]
-
-
-async def upstream_app(
-    scope: Message, receive: Callable[[], Awaitable[Message]], send: Callable[[Message], Any]
-) -> None:
-    if scope["type"] != "http":
-        return
-    body = b""
-    while True:
-        message = await receive()
-        body += message.get("body", b"")
-        if not message.get("more_body"):
-            break
-    routes = {
-        "/v1/models": {"data": [{"id": MODEL, "object": "model", "max_model_len": MAX_MODEL_LEN}]},
-        "/version": {"version": "0.32.0"},
-    }
-    if scope["method"] == "GET":
-        await _send_json(send, routes.get(scope["path"], {}))
-        return
-    request = orjson.loads(body)
-    ids = (request.get("kv_transfer_params") or {}).get("prompt_token_ids") or []
-    tag = ids_hash(ids) if ids else "text"
-    usage = {"prompt_tokens": len(ids), "completion_tokens": 16}
-    if not request.get("stream"):
-        await _send_json(send, {"id": tag, "choices": [], "usage": usage})
-        return
-    start = {"type": "http.response.start", "status": 200}
-    await send({**start, "headers": [(b"content-type", b"text/event-stream")]})
-    for i in range(16):
-        chunk = {"id": tag, "choices": [{"index": 0, "delta": {"content": f"t{i} "}}]}
-        await send({"type": "http.response.body", "body": _sse(chunk), "more_body": True})
-        await asyncio.sleep(0.01)
-    await send({"type": "http.response.body", "body": b"data: [DONE]\n\n"})
-
-
-def _sse(obj: object) -> bytes:
-    return b"data: " + orjson.dumps(obj) + b"\n\n"
-
-
-async def _send_json(send: Callable[[Message], Any], obj: object) -> None:
-    headers = [(b"content-type", b"application/json")]
-    await send({"type": "http.response.start", "status": 200, "headers": headers})
-    await send({"type": "http.response.body", "body": orjson.dumps(obj)})
-
-
-# --- processes ------------------------------------------------------------------------------
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@contextmanager
-def started(cmd: list[str], health: str) -> Iterator[subprocess.Popen[bytes]]:
-    """``cmd`` in its own process, once ``health`` answers 200; stopped on exit."""
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(f"{' '.join(cmd[:5])} did not start")
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(health, timeout=1).status_code == 200:
-                    break
-            time.sleep(0.1)
-        yield proc
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
-
-
-def workers_ready(gw: str, processes: int | None, bound_s: float = 120.0) -> None:
-    """Wait until the gateway's encode workers have loaded their tokenizers: the idle phase
-    is the gateway at rest, not starting up."""
-    from ttftscope.config.schema import GatewaySettings
-
-    wanted = GatewaySettings().encode_processes if processes is None else processes
-    deadline = time.monotonic() + bound_s
-    while time.monotonic() < deadline:
-        ready = gauge(httpx.get(gw + "/metrics").text, "ttftscope_gateway_encode_processes")
-        if wanted == 0 or ready >= wanted:
-            return
-        time.sleep(0.1)
-    raise SystemExit(f"the gateway's encode workers were not ready within {bound_s:g} s")
-
-
-def workers_rss_mb(pid: int) -> float:
-    """RSS of ``pid``'s child processes (the gateway's encode workers), MB."""
-    kids = [
-        int(k) for f in Path(f"/proc/{pid}/task").glob("*/children") for k in f.read_text().split()
-    ]
-    return sum(rss_mb(k) for k in kids)
-
-
-def rss_mb(pid: int) -> float:
-    status = Path(f"/proc/{pid}/status").read_text()
-    match = re.search(r"VmRSS:\s+(\d+) kB", status)
-    return int(match.group(1)) / 1024 if match else float("nan")
-
-
-def gauge(metrics: str, name: str) -> float:
-    match = re.search(rf"^{name} (\S+)$", metrics, re.M)
-    return float(match.group(1)) if match else float("nan")
+UPSTREAM = str(Path(__file__).resolve().parent / "soak_servers.py")
 
 
 # --- the workload -----------------------------------------------------------------------------
@@ -229,41 +141,15 @@ class Tally:
     errors: list[str] = field(default_factory=list)
 
 
-SMALL = orjson.dumps({"model": MODEL, "messages": [{"role": "user", "content": "hi"}]})
-JSON = {"content-type": "application/json"}
+@dataclass
+class Run:
+    """What one gateway's phases measured."""
 
-
-async def small_chats(
-    client: aiohttp.ClientSession,
-    url: str,
-    every_s: float,
-    stop: asyncio.Event,
-    out: list[float],
-    failed: list[int],
-) -> None:
-    """One small non-streaming chat every ``every_s`` until ``stop``; latencies in ms."""
-    pending: set[asyncio.Task[None]] = set()
-
-    async def one() -> None:
-        t0 = time.perf_counter()
-        try:
-            async with client.post(url, data=SMALL, headers=JSON) as resp:
-                await resp.read()
-                ok = resp.status == 200
-        except aiohttp.ClientError:
-            ok = False
-        if ok:
-            out.append((time.perf_counter() - t0) * 1000)
-        else:
-            failed.append(1)
-
-    while not stop.is_set():
-        task = asyncio.create_task(one())
-        pending.add(task)
-        task.add_done_callback(pending.discard)
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), every_s)
-    await asyncio.gather(*pending)
+    pairs: dict[str, Pairs] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+    load: dict[str, float] = field(default_factory=dict)  # the 1-minute load at each start
+    cold_conversations: int = 0
+    tally: Tally = field(default_factory=Tally)
 
 
 async def turn(
@@ -296,111 +182,228 @@ async def turn(
         tally.mismatches += match.group(1).decode() != conv.expected[t]
 
 
-def p99(values: list[float]) -> float:
-    return statistics.quantiles(values, n=100, method="inclusive")[98] if len(values) > 1 else 0.0
+async def with_small_chats(
+    client: aiohttp.ClientSession,
+    urls: tuple[str, str],
+    args: argparse.Namespace,
+    run: Run,
+    name: str,
+    work: Awaitable[Any],
+) -> None:
+    """``work``, the small chats ticking meanwhile, as phase ``name`` of ``run``."""
+    stop, pairs = asyncio.Event(), Pairs()
+    run.pairs[name], run.load[name] = pairs, os.getloadavg()[0]
+    ticker = asyncio.create_task(small_chats(client, urls, args.small_every_ms / 1000, stop, pairs))
+    t0 = time.perf_counter()
+    try:
+        await work
+    finally:
+        stop.set()
+        await ticker
+    run.seconds[name] = time.perf_counter() - t0
+
+
+def cold_variant(conv: Conversation, k: int) -> Conversation:
+    """``conv``'s first turn under a system prompt that starts differently (``k``): a prompt
+    no cached one shares a prefix with, however many have been sent (not verified)."""
+    system, *rest = conv.messages
+    messages = [{**system, "content": f"[cold {k}] " + system["content"]}, *rest]
+    body = {"model": MODEL, "messages": messages, "max_tokens": 16, "stream": True}
+    return Conversation(-1 - k, messages, turns=[orjson.dumps(body)])
+
+
+async def cold_phase(
+    client: aiohttp.ClientSession,
+    url: str,
+    args: argparse.Namespace,
+    run: Run,
+    convs: list[Conversation],
+) -> None:
+    """``--cold`` cold conversations in flight at all times until ``--cold-chats`` pairs are
+    timed: each a variant of one of ``convs`` that nothing cached shares a prefix with."""
+
+    async def lane() -> None:
+        while len(run.pairs["cold"].gateway) < args.cold_chats:
+            k = run.cold_conversations
+            run.cold_conversations += 1
+            conv = cold_variant(convs[k % len(convs)], k)
+            await turn(client, url, conv, 0, "normal", run.tally)
+
+    await asyncio.gather(*(lane() for _ in range(args.cold)))
+
+
+async def churn_phase(
+    client: aiohttp.ClientSession,
+    url: str,
+    args: argparse.Namespace,
+    run: Run,
+    convs: list[Conversation],
+) -> None:
+    """Every conversation's turns, cold then warm, ``--concurrency`` at a time."""
+    slots = asyncio.Semaphore(args.concurrency)
+
+    async def conversation(conv: Conversation) -> None:
+        kind = "leaving" if conv.index % 8 == 3 else "slow" if conv.index % 4 == 1 else "normal"
+        for t in range(args.turns):
+            async with slots:
+                await turn(client, url, conv, t, kind, run.tally)
+
+    await asyncio.gather(*(conversation(c) for c in convs))
 
 
 async def drive(
-    args: argparse.Namespace, base: str, convs: list[Conversation], upstream: str
-) -> dict[str, Any]:
+    args: argparse.Namespace, base: str, convs: list[Conversation], small_upstream: str
+) -> Run:
     url = base + "/v1/chat/completions"
-    tally = Tally()
+    urls = (url, small_upstream + "/v1/chat/completions")
+    run = Run()
     # idle connections closed before the gateway's own keep-alive timeout (5 s) closes them
     connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=3)
     timeout = aiohttp.ClientTimeout(total=600)
     async with aiohttp.ClientSession(connector=connector, timeout=timeout) as client:
         for _ in range(20):  # warm-up: connections, the template, the small chat's session
-            async with client.post(url, data=SMALL, headers=JSON) as resp:
-                await resp.read()
-        phases: dict[str, list[float]] = {"idle": [], "cold": [], "churn": []}
-        direct: dict[str, list[float]] = {"idle": [], "cold": [], "churn": []}
-        direct_failed: list[int] = []
-        small_failed: list[int] = []
-        every = args.small_every_ms / 1000
+            for warm in urls:
+                async with client.post(warm, data=SMALL, headers=JSON) as resp:
+                    await resp.read()
+        phase = with_small_chats
+        await phase(client, urls, args, run, "idle", asyncio.sleep(args.idle_s))
+        await phase(client, urls, args, run, "cold", cold_phase(client, url, args, run, convs))
+        if not args.no_churn:
+            churn = churn_phase(client, url, args, run, convs)
+            await phase(client, urls, args, run, "churn", churn)
+    return run
 
-        async def with_small_chats(name: str, work: Awaitable[Any]) -> float:
-            stop = asyncio.Event()
-            ticker = asyncio.create_task(
-                small_chats(client, url, every, stop, phases[name], small_failed)
-            )
-            # the same small chat straight to the upstream: what the machine, the clients and
-            # the upstream cost without the gateway (the floor its latencies stand on)
-            direct_url = upstream + "/v1/chat/completions"
-            direct_ticker = asyncio.create_task(
-                small_chats(client, direct_url, every, stop, direct[name], direct_failed)
-            )
-            t0 = time.perf_counter()
-            await work
-            stop.set()
-            await ticker
-            await direct_ticker
-            return time.perf_counter() - t0
 
-        await with_small_chats("idle", asyncio.sleep(args.idle_s))
-        cold = convs[: args.cold]
-        cold_s = await with_small_chats(
-            "cold", asyncio.gather(*(turn(client, url, c, 0, "normal", tally) for c in cold))
-        )
-        slots = asyncio.Semaphore(args.concurrency)
+def gateway_config(
+    args: argparse.Namespace, procs: int | str | None, port: int, up: str, small: str
+) -> str:
+    """The gateway's config: the conversations' upstream and the small chats', one model
+    folder (so one tokenizer) for both. The gateway splits ``cache_mb`` evenly between its
+    upstreams: it gets twice ``--cache-mb``, so that the conversations have that much, and
+    RSS is judged against ``--cache-mb`` alone (the small chats' share holds one entry)."""
+    processes = "" if procs is None else f"encode_processes = {json.dumps(procs)}\n"
+    folder = json.dumps(str(args.model_dir))
+    return (
+        f"[gateway]\nport = {port}\ncache_mb = {2 * args.cache_mb}\nverify_first = 0\n"
+        f"shadow_every = 0\n{processes}"
+        f"[gateway.upstreams.soak]\nbase_url = {json.dumps(up + '/v1')}\nmodel_dir = {folder}\n"
+        f"[gateway.upstreams.small]\nbase_url = {json.dumps(small + '/v1')}\n"
+        f"model_dir = {folder}\n"
+    )
 
-        async def conversation(conv: Conversation) -> None:
-            for t in range(1 if conv in cold else 0, args.turns):
-                kind = (
-                    "leaving"
-                    if conv.index % 8 == 3
-                    else "slow"
-                    if conv.index % 4 == 1
-                    else "normal"
-                )
-                async with slots:
-                    await turn(client, url, conv, t, kind, tally)
 
-        churn_s = await with_small_chats("churn", asyncio.gather(*(conversation(c) for c in convs)))
-    return {
-        "phases": phases,
-        "tally": tally,
-        "cold_s": cold_s,
-        "churn_s": churn_s,
-        "small_failed": len(small_failed),
-        "direct": direct,
-        "direct_failed": len(direct_failed),
+def run_gateway(
+    args: argparse.Namespace,
+    convs: list[Conversation],
+    procs: int | str | None,
+    label: dict[str, Any],
+) -> dict[str, Any]:
+    """One fresh gateway (and its upstreams) through the phases; prints a JSON line per
+    phase and returns the run's figures."""
+    up_port, small_port, gw_port = free_port(), free_port(), free_port()
+    up, small = f"http://127.0.0.1:{up_port}", f"http://127.0.0.1:{small_port}"
+    gw = f"http://127.0.0.1:{gw_port}"
+    with TemporaryDirectory() as tmp:
+        config = Path(tmp) / "gateway.toml"
+        config.write_text(gateway_config(args, procs, gw_port, up, small))
+        gw_cmd = [sys.executable, "-c", "from ttftscope.cli import main; main()"]
+        gw_cmd += ["gateway", "--config", str(config)]
+        with (
+            started([sys.executable, UPSTREAM, str(up_port), MODEL], up + "/v1/models"),
+            started([sys.executable, UPSTREAM, str(small_port), SMALL_MODEL], small + "/v1/models"),
+            started(gw_cmd, gw + "/health") as gw_proc,
+        ):
+            workers = workers_ready(gw, processes(procs))
+            rss_start = rss_mb(gw_proc.pid)
+            run = asyncio.run(drive(args, gw, convs, small))
+            time.sleep(1.0)
+            rss_end = rss_mb(gw_proc.pid)
+            rss_workers = workers_rss_mb(gw_proc.pid)
+            metrics = httpx.get(gw + "/metrics").text
+    phases = {}
+    for name, pairs in run.pairs.items():
+        phases[name] = figures(pairs)
+        line = {**label, "phase": name, **phases[name], "seconds": round(run.seconds[name], 2)}
+        print(json.dumps({**line, "load_1min": run.load[name]}), flush=True)
+    return summary(
+        args, convs, label, workers, run, phases, metrics, (rss_start, rss_end, rss_workers)
+    )
+
+
+def summary(
+    args: argparse.Namespace,
+    convs: list[Conversation],
+    label: dict[str, Any],
+    workers: int,
+    run: Run,
+    phases: dict[str, dict[str, Any]],
+    metrics: str,
+    rss: tuple[float, float, float],
+) -> dict[str, Any]:
+    # the gauges sum every upstream's cache: the small chats' holds one entry ("hi"), left
+    # out of the count but not out of the bytes (a few KB more per conversation, not less)
+    entries = gauge(metrics, "ttftscope_gateway_session_cache_entries") - 1
+    cached = gauge(metrics, "ttftscope_gateway_session_cache_bytes")
+    tokens = statistics.mean(c.tokens for c in convs)
+    tally = run.tally
+    out = {
+        **label,
+        "encode_processes_running": workers,
+        "conversations": args.conversations,
+        "tokens_per_conversation": round(tokens),
+        "cold_conversations": run.cold_conversations,
+        "small_chat_pairs": {k: v["pairs"] for k, v in phases.items()},
+        **{f"gateway_added_p99_{k}_ms": v["gateway_added_p99_ms"] for k, v in phases.items()},
+        **{f"gateway_p99_{k}_ms": v["gateway_p99_ms"] for k, v in phases.items()},
+        **{f"direct_p99_{k}_ms": v["direct_p99_ms"] for k, v in phases.items()},
+        **{f"{k}_phase_s": round(s, 2) for k, s in run.seconds.items()},
+        "cache_entries": entries,
+        "mb_per_100k_conversation": round(cached / entries / (1 << 20) * 100_000 / tokens, 3)
+        if entries > 0
+        else None,
+        "cache_mb": args.cache_mb,
+        "rss_start_mb": round(rss[0], 1),
+        "rss_after_run_mb": round(rss[1], 1),
+        "rss_workers_mb": round(rss[2], 1),  # the encode processes, counted below
+        "rss_over_cache_mb": round(rss[1] + rss[2] - args.cache_mb, 1),
+        "verified_requests": tally.verified,
+        "mismatches": tally.mismatches,
+        "refused_503": tally.refused,
+        "clients_left": tally.left,
+        "errors": tally.errors[:5],
     }
+    return out
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--upstream", type=int, help=argparse.SUPPRESS)  # run as the fake upstream
     ap.add_argument("--quick", action="store_true", help="small sizes: a few seconds")
     ap.add_argument("--conversations", type=int, default=64)
     ap.add_argument("--tokens", type=int, default=100_000, help="tokens per conversation")
-    ap.add_argument("--cold", type=int, default=6, help="cold conversations arriving at once")
+    ap.add_argument("--cold", type=int, default=6, help="cold conversations in flight")
+    ap.add_argument("--cold-chats", type=int, default=200, help="pairs timed while cold")
     ap.add_argument("--turns", type=int, default=3, help="turns per conversation")
     ap.add_argument("--concurrency", type=int, default=6)
     ap.add_argument("--cache-mb", type=int, default=64, help="the gateway's cache_mb")
     ap.add_argument("--small-every-ms", type=float, default=20.0)
     ap.add_argument("--idle-s", type=float, default=5.0)
     ap.add_argument("--verify-every", type=int, default=4)
+    ap.add_argument("--no-churn", action="store_true", help="idle and cold phases only")
+    ap.add_argument("--rounds", type=int, default=1, help="runs of each configuration")
     ap.add_argument("--model-dir", type=Path, help="tokenizer + template (default: Qwen2 fixture)")
     ap.add_argument(
-        "--encode-processes", type=int, help="the gateway's encode_processes (0: threads only)"
+        "--encode-processes",
+        help="the gateway's encode_processes, or several to compare (0,2); default: its default",
     )
     args = ap.parse_args()
-    if args.upstream:
-        import uvicorn
-
-        uvicorn.run(
-            upstream_app,
-            host="127.0.0.1",
-            port=args.upstream,
-            log_level="critical",
-            loop="uvloop",
-            http="httptools",
-            access_log=False,
-        )
-        return
     if args.quick:
         args.conversations, args.tokens, args.cold, args.turns = 6, 4000, 3, 2
-        args.cache_mb, args.idle_s, args.verify_every = 8, 1.0, 1
+        args.cache_mb, args.idle_s, args.verify_every, args.cold_chats = 8, 1.0, 1, 20
+    return args
+
+
+def main() -> None:
+    args = parse_args()
     if args.model_dir is None:
         # the repository root: the tokenizer fixtures are the tests' tooling, not installed
         sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -413,71 +416,16 @@ def main() -> None:
         f"{len(convs)} conversations built and encoded in {time.perf_counter() - t0:.0f} s",
         file=sys.stderr,
     )
-    up_port, gw_port = _free_port(), _free_port()
-    up = f"http://127.0.0.1:{up_port}"
-    with TemporaryDirectory() as tmp:
-        config = Path(tmp) / "gateway.toml"
-        procs = args.encode_processes
-        processes = "" if procs is None else f"encode_processes = {procs}\n"
-        config.write_text(
-            f"[gateway]\nport = {gw_port}\ncache_mb = {args.cache_mb}\nverify_first = 0\n"
-            f"shadow_every = 0\n{processes}[gateway.upstreams.soak]\n"
-            f"base_url = {json.dumps(up + '/v1')}\n"
-            f"model_dir = {json.dumps(str(args.model_dir))}\n"
-        )
-        gw_cmd = [sys.executable, "-c", "from ttftscope.cli import main; main()"]
-        gw_cmd += ["gateway", "--config", str(config)]
-        gw = f"http://127.0.0.1:{gw_port}"
-        with (
-            started([sys.executable, __file__, "--upstream", str(up_port)], up + "/v1/models"),
-            started(gw_cmd, gw + "/health") as gw_proc,
-        ):
-            workers_ready(gw, args.encode_processes)
-            rss_start = rss_mb(gw_proc.pid)
-            out = asyncio.run(drive(args, gw, convs, up))
-            time.sleep(1.0)
-            rss_end = rss_mb(gw_proc.pid)
-            rss_workers = workers_rss_mb(gw_proc.pid)
-            metrics = httpx.get(gw + "/metrics").text
-    entries = gauge(metrics, "ttftscope_gateway_session_cache_entries")
-    cached = gauge(metrics, "ttftscope_gateway_session_cache_bytes")
-    tokens = statistics.mean(c.tokens for c in convs)
-    phases, tally = out["phases"], out["tally"]
-    idle, cold = p99(phases["idle"]), p99(phases["cold"])
-    result = {
-        "conversations": args.conversations,
-        "tokens_per_conversation": round(tokens),
-        "small_chats": {k: len(v) for k, v in phases.items()},
-        "small_chat_p50_idle_ms": round(statistics.median(phases["idle"]), 2),
-        "small_chat_p99_idle_ms": round(idle, 2),
-        "small_chat_p99_cold_ms": round(cold, 2),
-        "small_chat_max_cold_ms": round(max(phases["cold"], default=0.0), 2),
-        "small_chat_p99_churn_ms": round(p99(phases["churn"]), 2),
-        "stall_ratio": round(cold / idle, 2) if idle else None,
-        # the same small chats sent straight to the fake upstream at the same time
-        "direct_p99_idle_ms": round(p99(out["direct"]["idle"]), 2),
-        "direct_p99_cold_ms": round(p99(out["direct"]["cold"]), 2),
-        "direct_p99_churn_ms": round(p99(out["direct"]["churn"]), 2),
-        "cold_phase_s": round(out["cold_s"], 2),
-        "churn_phase_s": round(out["churn_s"], 2),
-        "cache_entries": entries,
-        "mb_per_100k_conversation": round(cached / entries / (1 << 20) * 100_000 / tokens, 3)
-        if entries
-        else None,
-        "cache_mb": args.cache_mb,
-        "rss_start_mb": round(rss_start, 1),
-        "rss_after_churn_mb": round(rss_end, 1),
-        "rss_workers_mb": round(rss_workers, 1),  # the encode processes, counted below
-        "rss_over_cache_mb": round(rss_end + rss_workers - args.cache_mb, 1),
-        "verified_requests": tally.verified,
-        "mismatches": tally.mismatches,
-        "refused_503": tally.refused,
-        "small_chats_failed": out["small_failed"],
-        "direct_chats_failed": out["direct_failed"],
-        "clients_left": tally.left,
-        "errors": tally.errors[:5],
-    }
-    print(json.dumps(result))
+    configs = [None] if args.encode_processes is None else args.encode_processes.split(",")
+    runs = []
+    for r in range(args.rounds):
+        for config in configs:
+            procs = config if config in (None, "auto") else int(config)
+            label = {"config": config or "default", "encode_processes": procs, "round": r + 1}
+            runs.append(run_gateway(args, convs, procs, label))
+            print(json.dumps(runs[-1]), flush=True)
+    if len(runs) > 1:
+        compare(runs)
 
 
 if __name__ == "__main__":

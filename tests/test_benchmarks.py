@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -60,19 +61,56 @@ def test_the_hop_benchmark_measures_both_modes_against_a_trivial_upstream() -> N
         assert result[f"{mode}_overhead_ms_paired_p50"] > 0
 
 
-def test_the_soak_benchmark_reports_stalls_memory_and_mismatches() -> None:
-    result = _last_json_line("gateway_soak.py", ["--quick"], timeout_s=300)
+def test_the_soak_benchmark_reports_what_the_gateway_adds_memory_and_mismatches() -> None:
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "gateway_soak.py"), "--quick"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    lines = [json.loads(line) for line in proc.stdout.splitlines()]
+    phases = {line["phase"]: line for line in lines if "phase" in line}
+    assert phases.keys() == {"idle", "cold", "churn"}
+    for phase in phases.values():  # paired: both sides of every pair timed
+        assert phase["pairs"] > 0 and phase["gateway_failed"] == phase["direct_failed"] == 0
+        added = phase["gateway_p99_ms"] - phase["direct_p99_ms"]
+        assert phase["gateway_added_p99_ms"] == pytest.approx(added, abs=0.011)
+    result = lines[-1]
     promised = {
-        "small_chat_p99_idle_ms",
-        "small_chat_p99_cold_ms",
-        "stall_ratio",
+        "gateway_added_p99_idle_ms",
+        "gateway_added_p99_cold_ms",
         "mb_per_100k_conversation",
         "rss_over_cache_mb",
         "mismatches",
     }
     assert result.keys() >= promised
     assert result["mismatches"] == 0 and result["verified_requests"] > 0
-    assert result["small_chats"]["cold"] > 0 and result["mb_per_100k_conversation"] > 0
+    assert result["small_chat_pairs"]["cold"] == phases["cold"]["pairs"]
+    assert result["cold_conversations"] > 0 and result["mb_per_100k_conversation"] > 0
+
+
+def _soak_pairs() -> Any:
+    spec = importlib.util.spec_from_file_location("soak_pairs", ROOT / "benchmarks/soak_pairs.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("soak_pairs", module)  # its dataclasses look themselves up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_soak_figures_subtract_the_direct_p99_of_the_same_pairs() -> None:
+    soak = _soak_pairs()
+    # 101 pairs: the inclusive p99 is the 100th of the sorted values (0-based index 99)
+    gateway = [float(i) for i in range(101)]  # p99: 99
+    direct = [0.5 * i for i in reversed(range(101))]  # p99: 49.5
+    out = soak.figures(soak.Pairs(gateway=gateway, direct=direct, gateway_failed=2))
+    assert out["pairs"] == 101 and out["gateway_failed"] == 2
+    assert out["gateway_p99_ms"] == 99.0 and out["direct_p99_ms"] == 49.5
+    assert out["gateway_added_p99_ms"] == 49.5
+    # each pair's own difference: i - 0.5 * (100 - i) = 1.5 i - 50, p99 at i = 99
+    assert out["paired_added_p99_ms"] == 98.5
 
 
 def test_the_tracing_benchmark_runs_both_gateways_and_the_traced_one_exports() -> None:

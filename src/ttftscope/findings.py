@@ -30,6 +30,7 @@ FindingId = Literal[
     "prefix-cache-off",
     "network-path",
     "shared-server",
+    "prefill-bound",
 ]
 _RANK: dict[Severity, int] = {"info": 0, "warning": 1, "critical": 2}
 
@@ -111,6 +112,36 @@ class Diagnosis(BaseModel):
     def exit_code(self) -> int:
         """0 when healthy or only informational; 1 when any finding is a warning or worse."""
         return 1 if any(f.gates for f in self.findings) else 0
+
+    def verdict(self) -> str:
+        """One paragraph: the finding that leads, what to do and what it saves, and how many
+        more there are; or that nothing was found.
+
+        >>> f = Finding(id="queueing", severity="warning", title="requests wait",
+        ...             remedy="add a replica", saving_ms=300.0)
+        >>> print(Diagnosis.of([f], []).verdict())  # doctest: +NORMALIZE_WHITESPACE
+        The main bottleneck: requests wait (queueing). Do this: add a replica; it saves
+        ~300 ms per request. Nothing else rises above info.
+        >>> Diagnosis().verdict()
+        '✓ no problem found in what was checked.'
+        """
+        gating = [f for f in self.findings if f.gates]
+        info = len(self.findings) - len(gating)
+        below = f" ({info} informational finding{'s' * (info != 1)} below)" if info else ""
+        if not gating:
+            return f"✓ no problem found in what was checked{below}."
+        lead = gating[0]
+        save = f"; it saves ~{lead.saving_ms:,.0f} ms per request" if lead.saving_ms else ""
+        rest = len(gating) - 1
+        more = (
+            f" {rest} more warning{'s' * (rest != 1)} below{below}."
+            if rest
+            else f" Nothing else rises above info{below}."
+        )
+        return (
+            f"The main bottleneck: {lead.title} ({lead.id}). Do this: "
+            f"{lead.remedy.rstrip('.')}{save}.{more}"
+        )
 
     @property
     def healthy(self) -> bool:

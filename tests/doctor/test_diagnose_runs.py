@@ -54,13 +54,13 @@ def test_a_queueing_run_is_not_also_called_tokenization_bound(tmp_path: Path) ->
 def test_a_measured_ids_saving_stands_beside_a_queue_that_no_longer_denies_it(
     tmp_path: Path,
 ) -> None:
-    # a sequential probe whose every request queued 10 ms, and text vs ids measured
+    # a sequential probe whose every request queued 60 ms, and text vs ids measured
     variants: tuple[Variant, ...] = ("text", "ids") * 3
     sweep = [(size, variant) for size in (2000, 16000, 32000) for variant in variants]
     recs = [
         record(
             i,
-            Parts(frontend=2.0 if v == "ids" else 3.0 + size / 200, queue=10.0),
+            Parts(frontend=2.0 if v == "ids" else 3.0 + size / 200, queue=60.0),
             variant=v,
             size=size,
         )
@@ -68,7 +68,7 @@ def test_a_measured_ids_saving_stands_beside_a_queue_that_no_longer_denies_it(
     ]
     write_probe_dir(tmp_path, recs)
     findings, notes = _findings(tmp_path)
-    assert sorted(f.id for f in findings) == ["queueing", "tokenization-bound"]
+    assert sorted(f.id for f in findings if f.gates) == ["queueing", "tokenization-bound"]
     (queue,) = [f for f in findings if f.id == "queueing"]
     assert "not a tokenization problem" not in queue.remedy and "will not fix" not in queue.remedy
     assert queue.remedy.startswith("its --max-num-seqs cannot be seen")

@@ -1,6 +1,6 @@
 """The agents' own APIs through the gateway, against an in-process upstream: Anthropic
 Messages (Claude Code) and count_tokens, keys as Claude Code sends them, errors in each
-API's format, session pinning, the version gate and default verification."""
+API's format, session pinning, the start-up check and default verification."""
 
 from __future__ import annotations
 

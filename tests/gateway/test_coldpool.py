@@ -5,6 +5,7 @@ gateway however it ends."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import signal
 import subprocess
@@ -22,6 +23,7 @@ from tests.gateway.gatewayserver import GatewayServer
 from tests.gateway.reference import reference_ids
 from ttftscope.agenttext import agent_turn, build_context
 from ttftscope.config.schema import GatewaySettings, UpstreamSettings
+from ttftscope.errors import ConfigError
 from ttftscope.gateway.coldpool import ColdPool
 from ttftscope.gateway.sessions import COLD_BYTES, Encoded, SessionCache
 from ttftscope.gateway.workpool import WorkPool
@@ -207,3 +209,37 @@ def test_a_state_its_shadow_check_disowned_is_never_sent_to_a_worker(
     got = asyncio.run(cache.encode(longer))
     assert _exact(got, qwen2, longer) and cache.stats.shadow_mismatches == 1
     assert got.path == "full" and got.reused_tokens == 0 and cold.completed == 2
+
+
+@pytest.mark.skipif(not hasattr(os, "SCHED_IDLE"), reason="Linux scheduling policy")
+def test_workers_are_scheduled_only_when_nothing_else_wants_the_cpu(cold: ColdPool) -> None:
+    cold.start()
+    deadline = time.monotonic() + BOUND_S
+    while not cold.pids and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert cold.pids, "the worker did not load its tokenizer"
+    assert [os.sched_getscheduler(pid) for pid in cold.pids] == [os.SCHED_IDLE]
+    # and the gateway's own process keeps its normal policy
+    assert os.sched_getscheduler(0) == os.SCHED_OTHER
+
+
+def test_a_tokenizer_the_workers_cannot_be_given_fails_the_start_only_when_asked_for(
+    qwen2: Tokenizer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Their copy of the tokenizer cannot be written (here: a file where its folder goes):
+    ``encode_processes = N`` stops the start with what to do; "auto" encodes on threads."""
+    (tmp_path / "tokenizers").write_text("not a folder")
+    monkeypatch.setenv("TTFTSCOPE_CACHE_DIR", str(tmp_path))
+    with pytest.raises(ConfigError, match="encode workers' copy"):
+        ColdPool(processes=1).register(qwen2.hf)
+    auto = ColdPool(processes=1, required=False)
+    with caplog.at_level(logging.WARNING, logger="ttftscope.gateway"):
+        assert auto.register(qwen2.hf) == "" and auto.registered == 0
+    assert "encoded on threads instead" in caplog.text
+    cache = SessionCache(qwen2, max_bytes=64 << 20, cold=auto)
+    prompt = _prompt(qwen2, 7)
+    got = asyncio.run(cache.encode(prompt))
+    assert _exact(got, qwen2, prompt) and auto.submitted == 0 and auto.started == 0

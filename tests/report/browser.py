@@ -4,7 +4,8 @@ Playwright never downloads a browser here: it drives ``/usr/bin/chromium`` (inst
 ``scripts/install_browser.sh``) with a fresh profile, offline, and every request that is not
 for a local file is aborted and recorded, so a page that needs the network fails visibly.
 
-Also a tool: ``python -m tests.report.browser REPORT.html OUT.png`` saves a screenshot.
+Also a tool: ``python -m tests.report.browser REPORT.html OUT.png [--first-screen]`` saves a
+screenshot (the whole page, every section opened; or the first screen, as it opens).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from playwright.sync_api import ConsoleMessage, Route, sync_playwright
 
@@ -31,6 +33,16 @@ CHROMIUM_ARGS = [
 # per plot: traces plotly holds, SVG roots, drawn trace groups, drawn marks (lines, points,
 # bars), and which labels a reader would see drawn over each other: the legend, the menu, axis
 # titles and subplot titles, compared by the boxes the browser laid them out in
+# the ids of the plots drawn outside any closed <details>, and the folded sections' summaries
+_FOLDED_JS = """() => ({
+  visible: Array.from(document.querySelectorAll('.js-plotly-plot'))
+    .filter(el => !el.closest('details:not([open])')).map(el => el.id),
+  summaries: Array.from(document.querySelectorAll('details > summary')).map(s => s.textContent),
+  verdict: (document.querySelector('#verdict') || {}).textContent || null,
+  verdictTop: (document.querySelector('#verdict') || {getBoundingClientRect: () => ({top: -1})})
+    .getBoundingClientRect().top,
+})"""
+_OPEN_JS = "() => document.querySelectorAll('details').forEach(d => { d.open = true; })"
 _PLOTS_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).map(el => {
   const boxes = [];
   const add = (sel, what) => el.querySelectorAll(sel).forEach((n, i) => {
@@ -91,6 +103,8 @@ class PageState:
     console_errors: list[str] = field(default_factory=list)
     page_errors: list[str] = field(default_factory=list)
     network: list[str] = field(default_factory=list)
+    # before anything was opened: visible plot ids, the folded sections, the verdict and its top
+    folded: dict[str, Any] = field(default_factory=dict)
 
 
 def browser_available() -> bool:
@@ -99,7 +113,12 @@ def browser_available() -> bool:
 
 
 def open_report(
-    path: Path, *, expect_plots: int, screenshot: Path | None = None, width: int = 1280
+    path: Path,
+    *,
+    expect_plots: int,
+    screenshot: Path | None = None,
+    width: int = 1280,
+    first_screen: bool = False,
 ) -> PageState:
     """Load ``path`` from ``file://`` with the network closed; wait for ``expect_plots``."""
     state = PageState()
@@ -135,9 +154,13 @@ def open_report(
             page.on("pageerror", lambda exc: state.page_errors.append(str(exc)))
             page.goto(path.resolve().as_uri(), wait_until="load")
             page.wait_for_function(_READY_JS, arg=expect_plots, timeout=15_000)
+            if screenshot is not None and first_screen:  # as a reader first sees it
+                page.screenshot(path=str(screenshot), full_page=False)
+            state.folded = page.evaluate(_FOLDED_JS)
+            page.evaluate(_OPEN_JS)  # every folded section open, as a reader who reads on
             page.wait_for_timeout(200)  # let responsive relayouts settle before reading
             state.plots = [PlotState(**p) for p in page.evaluate(_PLOTS_JS)]
-            if screenshot is not None:
+            if screenshot is not None and not first_screen:
                 page.screenshot(path=str(screenshot), full_page=True)
         finally:
             context.close()
@@ -145,5 +168,7 @@ def open_report(
 
 
 if __name__ == "__main__":
-    got = open_report(Path(sys.argv[1]), expect_plots=1, screenshot=Path(sys.argv[2]))
+    first = "--first-screen" in sys.argv
+    args = [a for a in sys.argv[1:] if a != "--first-screen"]
+    got = open_report(Path(args[0]), expect_plots=1, screenshot=Path(args[1]), first_screen=first)
     print(got)

@@ -59,7 +59,8 @@ def test_report_renders_every_plot_offline_without_console_errors(tmp_path: Path
     assert len(runs) == 3  # a probe, a bench run merged from two shards, another bench run
     path = write_report(runs, _diagnosis(runs), tmp_path / "report.html")
     page = open_report(path, expect_plots=len(PLOTS))
-    assert [p.id for p in page.plots] == list(PLOTS)
+    # "where TTFT goes" leads the page, the others follow in their order
+    assert [p.id for p in page.plots] == ["ttft-parts", *(p for p in PLOTS if p != "ttft-parts")]
     assert [p.id for p in page.plots if not p.has_data] == []
     assert page.console_errors == [] and page.page_errors == []
     assert page.network == []  # nothing but the file itself was requested
@@ -125,3 +126,17 @@ def test_the_harness_sees_a_legend_drawn_over_an_axis_title(tmp_path: Path) -> N
     )
     (plot,) = open_report(path, expect_plots=1, width=600).plots
     assert "legend0 × x-title0" in plot.overlaps
+
+
+@pytest.mark.usefixtures("chromium")
+def test_the_first_screen_is_the_verdict_and_where_ttft_goes(tmp_path: Path) -> None:
+    runs = load_runs(write_mixed_dirs(tmp_path / "results"))
+    path = write_report(runs, _diagnosis(runs), tmp_path / "report.html")
+    page = open_report(path, expect_plots=len(PLOTS), width=1280)
+    folded = page.folded
+    # only "where TTFT goes" is drawn before a reader opens anything; the rest is folded
+    assert folded["visible"] == ["ttft-parts"]
+    assert folded["verdict"].startswith("The main bottleneck: ")
+    assert 0 <= folded["verdictTop"] < 200
+    assert folded["summaries"][0].startswith("The findings (")
+    assert any(s.startswith("More plots: ") for s in folded["summaries"])

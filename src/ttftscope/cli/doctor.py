@@ -15,12 +15,13 @@ from ttftscope.client.endpoint import Endpoint
 from ttftscope.config.loader import LoadedSettings
 from ttftscope.doctor.diagnose import Inputs, diagnose
 from ttftscope.doctor.gather import Live, read_live, read_recorded, recorded_runs
+from ttftscope.doctor.rules.tokenize import DOCTOR_PROBE
 from ttftscope.doctor.sampling import DEFAULT_SECONDS, Sampling
 from ttftscope.findings import Diagnosis
 from ttftscope.localserver.model import model_dir
 from ttftscope.probe.experiments import ProbeOptions, run_probe
-from ttftscope.records import RecordWriter
-from ttftscope.report.terminal import print_diagnosis
+from ttftscope.records import RecordWriter, RequestRecord
+from ttftscope.report.terminal import print_diagnosis, print_verdict
 from ttftscope.results.runs import Run
 from ttftscope.tokenization.loader import Tokenizer, load_tokenizer
 
@@ -45,9 +46,19 @@ def _logs(loaded: LoadedSettings) -> list[Path]:
 
 
 def _live_probe(
-    state: CliState, ep: Endpoint, tok: Tokenizer | None, sizes: list[int], out: Path
+    state: CliState,
+    ep: Endpoint,
+    tok: Tokenizer | None,
+    sizes: list[int],
+    out: Path,
+    budget_s: float,
 ) -> Path:
-    """A short probe (chat; text vs ids too with a tokenizer) whose records the rules read."""
+    """A short probe (chat; text vs ids too with a tokenizer) whose records the rules read.
+
+    Its requests are labelled the doctor's own (:data:`DOCTOR_PROBE`): the tokenization it
+    times is ttftscope's, never a finding about the user's client. It says how long it may
+    take, and sends no new request once ``budget_s`` is spent.
+    """
     opts = ProbeOptions(
         context_tokens=sizes,
         repeat=3,
@@ -55,15 +66,28 @@ def _live_probe(
         ab="ids" if tok is not None else None,
         salt=f"doctor-{time.time_ns() % 10**9}",
         metrics_settle_s=2.0,
+        budget_s=budget_s,
+        client_tokenize=False,
+    )
+    what = "chat, text vs ids" if tok is not None else "chat"
+    state.err.print(  # under 80 columns: 78 with three-digit figures
+        f"short probe ({what}): {opts.total_requests} requests, {budget_s:g} s at most "
+        "(--probe-seconds)…",
+        highlight=False,
     )
     path = out / f"probe-{time.strftime('%Y%m%d-%H%M%S')}.jsonl"
     with RecordWriter(path) as writer, RequestProgress(opts.total_requests, state.err) as bar:
+
+        def labelled(rec: RequestRecord) -> None:
+            rec.notes.append(DOCTOR_PROBE)
+            bar.record(rec)
+
         run_async(
             run_probe(
                 ep,
                 opts,
                 writer=writer,
-                on_record=bar.record,
+                on_record=labelled,
                 local_tokenizer=tok,
                 on_stage=bar.stage,
             )
@@ -88,12 +112,14 @@ def _read_live(
 
 def _diagnose(
     loaded: LoadedSettings, paths: list[Path], live: Live | None, tok: Tokenizer | None
-) -> Diagnosis:
-    """Every rule over ``paths`` (and the configured request logs) and what ``live`` saw."""
+) -> tuple[Diagnosis, list[Run]]:
+    """Every rule over ``paths`` (and the configured request logs) and what ``live`` saw;
+    the runs read, for the chart."""
     recorded = read_recorded(paths, _logs(loaded))
-    return diagnose(
+    found = diagnose(
         Inputs(loaded=loaded, cwd=Path.cwd(), recorded=recorded, live=live, tokenizer=tok)
     )
+    return found, list(recorded.runs)
 
 
 def records_diagnosis(
@@ -145,9 +171,16 @@ def records_diagnosis(
 )
 @click.option(
     "--context-tokens",
-    default="1000,4000,16000",
+    default="2000,8000",
     show_default=True,
     help="Context sizes of the short probe",
+)
+@click.option(
+    "--probe-seconds",
+    type=click.FloatRange(min=1),
+    default=60.0,
+    show_default=True,
+    help="The short probe sends no new request after this long",
 )
 @click.option(
     "--result-dir",
@@ -163,6 +196,7 @@ def doctor(
     sample_seconds: float | None,
     do_probe: bool | None,
     context_tokens: str,
+    probe_seconds: float,
     result_dir: Path | None,
     as_json: bool,
 ) -> None:
@@ -179,13 +213,13 @@ def doctor(
     paths = list(records)
     reachable = got is not None and got.served_models is not None
     if (do_probe if do_probe is not None else live and not records) and reachable:
-        state.err.print("a short probe of the endpoint (chat, and text vs ids)…")
-        paths.append(
-            _live_probe(state, ep, tok, sizes, result_dir or Path("ttftscope-results/doctor"))
-        )
-    found = _diagnose(loaded, paths, got, tok)
+        out = result_dir or Path("ttftscope-results/doctor")
+        paths.append(_live_probe(state, ep, tok, sizes, out, probe_seconds))
+    found, runs = _diagnose(loaded, paths, got, tok)
     if as_json:
         click.echo(dumps(found.model_dump(mode="json") | {"exit_code": found.exit_code}))
     else:
-        print_diagnosis(found, make_console())
+        console = make_console()
+        print_verdict(found, runs, console)
+        print_diagnosis(found, console, headline=False)
     ctx.exit(found.exit_code)

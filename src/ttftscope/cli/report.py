@@ -15,7 +15,12 @@ from ttftscope.cli.doctor import records_diagnosis
 from ttftscope.cli.extras import require_extra
 from ttftscope.cli.options import cli_state
 from ttftscope.report.compare import comparisons
-from ttftscope.report.terminal import print_comparisons, print_diagnosis, print_request_parts
+from ttftscope.report.terminal import (
+    print_comparisons,
+    print_diagnosis,
+    print_request_parts,
+    print_verdict,
+)
 from ttftscope.results.runs import load_runs
 
 __all__ = ["default_out", "report"]
@@ -53,7 +58,8 @@ def report(ctx: click.Context, result_dirs: tuple[Path, ...], out: Path | None) 
     path = write_report(runs, found, out or default_out(result_dirs[0]))
     console = make_console()
     console.print("[bold]doctor[/] (what these records say):", highlight=False)
-    print_diagnosis(found, console)
+    print_verdict(found, runs, console)
+    print_diagnosis(found, console, headline=False)
     print_comparisons(comparisons(runs), console)
     print_request_parts(runs, console)
     click.echo(f"report: {path}")

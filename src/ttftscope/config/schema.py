@@ -7,9 +7,10 @@ without import cycles. What a wire value must look like is :mod:`.checks`'.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import (
@@ -208,8 +209,9 @@ class GatewaySettings(_Section):
     port: int = Field(default=8100, ge=1, le=65535)
     cache_mb: int = Field(default=512, ge=1, le=1_000_000)
     upstreams: dict[str, UpstreamSettings] = Field(default_factory=dict)
-    # ask the upstream for its own rendering of every Nth request (0: never)
-    verify_every: int = Field(default=0, ge=0)
+    # ask the upstream for its own rendering of every Nth request (0: never); on by default
+    # at a low rate: a mismatch turns that request's shape classes to text
+    verify_every: int = Field(default=500, ge=0)
     # and of the first N requests of each (upstream, API, model) (0: none)
     verify_first: int = Field(default=3, ge=0)
     # seconds between re-reads of each ids upstream's /version (a change: checked again); 0: off
@@ -243,10 +245,14 @@ class GatewaySettings(_Section):
     encode_workers: int = Field(default=2, ge=1, le=64)
     encode_queue: int = Field(default=16, ge=0)
     # processes (started with the gateway) that encode prompts with over 32 KB not yet
-    # cached, with a GIL of their own; 0: on the encode_workers threads. benchmarks/
-    # gateway_soak.py, 2 processes against 0: churn 1.6-2x faster, ~105 MB of RSS per
-    # process, small chats' p99 during cold prompts not clearly lower
-    encode_processes: int = Field(default=0, ge=0, le=64)
+    # cached, with a GIL of their own, scheduled only when nothing else wants the CPU
+    # (Linux SCHED_IDLE); 0: on the encode_workers threads; "auto": 2 where os.cpu_count()
+    # is 2 or more, else 0. benchmarks/gateway_soak.py, 2 shared cores, 6 cold 100K-token
+    # prompts in flight, what the gateway adds to small chats' p99 (its p99 minus that of
+    # the same chats sent direct): 2 processes 1.6-14 ms (median 6 over 12 runs), threads
+    # 11-55 ms (median 15 over 7, more in 6 of 7 paired runs), processes at nice +10
+    # 13-19 ms; ~105 MB of RSS per process
+    encode_processes: Annotated[int, Field(ge=0, le=64)] | Literal["auto"] = "auto"
     # name of the environment variable with comma-separated inbound keys (unset: no auth)
     api_keys_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
     # /metrics without the inbound key (for a Prometheus that holds none); with no inbound
@@ -255,6 +261,20 @@ class GatewaySettings(_Section):
     log_prompts: bool = False
     # JSONL of the chat request bodies received (written only when log_prompts is true)
     request_log: Path | None = None
+
+    def processes(self, cpus: int | None = None) -> int:
+        """How many encode processes the gateway runs: ``encode_processes``, with "auto" 2
+        where there are at least 2 cores (``cpus``, default ``os.cpu_count()``), else 0.
+
+        >>> GatewaySettings().processes(cpus=2), GatewaySettings().processes(cpus=1)
+        (2, 0)
+        >>> GatewaySettings(encode_processes=0).processes(cpus=8)
+        0
+        """
+        if self.encode_processes != "auto":
+            return self.encode_processes
+        cores = (os.cpu_count() if cpus is None else cpus) or 1
+        return 2 if cores >= 2 else 0
 
     @field_validator("upstreams", mode="before")
     @classmethod
@@ -347,7 +367,9 @@ EXPECTED: dict[str, str] = {
     "gateway.max_messages": "a whole number of messages from 1, e.g. 20000",
     "gateway.encode_workers": "a whole number of threads from 1 to 64, e.g. 2",
     "gateway.encode_queue": "a whole number >= 0 of waiting encodes, e.g. 16",
-    "gateway.encode_processes": "a whole number of processes from 0 (threads only) to 64, e.g. 2",
+    "gateway.encode_processes": (
+        'a whole number of processes from 0 (threads only) to 64, or "auto" (2 on 2+ cores)'
+    ),
     "gateway.api_keys_env": 'the name of an environment variable, e.g. "GATEWAY_KEYS"',
     "gateway.metrics_public": "true or false",
     "gateway.log_prompts": "true or false",

@@ -25,9 +25,9 @@ from ttftscope.doctor.gather import Live, Recorded
 from ttftscope.doctor.rules.config import ConfigContext, config_findings
 from ttftscope.doctor.rules.livequeue import MIN_SAMPLES, STAYS_SHARE, live_queue_findings
 from ttftscope.doctor.rules.path import network_findings
+from ttftscope.doctor.rules.prefill import cache_findings, prefill_findings
 from ttftscope.doctor.rules.server import (
     NOT_TOKENIZATION,
-    cache_findings,
     queue_findings,
     rate_limit_findings,
     shared_server_findings,
@@ -40,6 +40,7 @@ from ttftscope.doctor.rules.tokenize import (
     server_tokenization_findings,
 )
 from ttftscope.doctor.serverfacts import ServerFacts
+from ttftscope.doctor.story import one_story
 from ttftscope.findings import Diagnosis, Finding
 from ttftscope.results.parts import records_breakdown, summary_breakdown
 from ttftscope.results.runs import Run
@@ -132,6 +133,7 @@ def diagnose_runs(
         *shared_server_findings(runs),
         *network_findings(runs),
         *cache_findings(runs, server),
+        *prefill_findings(runs),
     ]
     return findings, notes
 
@@ -200,4 +202,4 @@ def diagnose(inputs: Inputs) -> Diagnosis:
         *_live_queue_notes(live),
         *text.notes,
     ]
-    return Diagnosis.of(findings, _checked(inputs), notes)
+    return Diagnosis.of(one_story(findings), _checked(inputs), notes)

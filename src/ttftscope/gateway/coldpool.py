@@ -4,26 +4,29 @@ A cold 100K-token prompt is 0.3-0.8 s of encoding. On a worker thread HF's part 
 GIL, but the encoder's own steps between (cuts, offsets, window encodes: Python and C-level
 maps) take it for up to a few ms at a time, and a worker preempted while holding it makes
 the loop wait for a thread that runs below its priority. Here such an encode runs in another
-process, at a lower priority, with its own GIL: the gateway sends the text (and the state it
-starts from, if any) and adopts the state that comes back on a worker thread
-(:meth:`~ttftscope.tokenization.incremental.IncrementalEncoder.adopt`: 100K uint32 ids made
-into the shared int objects, ~25 ms of C-level maps on a busy machine).
+process, with its own GIL, scheduled only when nothing else wants the CPU: the gateway sends
+the text (and the state it starts from, if any) and adopts the state that comes back on a
+worker thread (:meth:`~ttftscope.tokenization.incremental.IncrementalEncoder.adopt`: 100K
+uint32 ids made into the shared int objects, ~25 ms of C-level maps on a busy machine).
 
-Measured (``benchmarks/gateway_soak.py``, 2 cores, 2 processes against threads only): the
-churn of 64 conversations of ~100K tokens ran 1.6-2x faster, for ~105 MB of RSS per process
-(so they are opt-in, ``encode_processes``). The small chats' p99 while 6 cold prompts
-arrive did not clearly move (27-42 ms against 32-53 ms; the same chats sent straight to the
-upstream: 4-13 ms): what the gateway's loop still waits for is the rest of each cold
-request's work in its own process (the adopt above, the template render, the JSON of 1 MB
-bodies), all holding its GIL.
+Measured (``benchmarks/gateway_soak.py``, 2 cores shared with other work, 6 cold 100K-token
+prompts in flight, what the gateway adds to the p99 of small chats against the same chats
+sent straight to the upstream at the same instant): 2 processes 1.6-14 ms (median 6 over 12
+runs), threads only 11-55 ms (median 15 over 7, more in 6 of the 7 runs paired with
+processes), for ~105 MB of RSS per process, so a gateway on 2 cores or more runs 2 by
+default (``encode_processes = "auto"``). At nice +10 instead of ``SCHED_IDLE`` they added
+13-19 ms: the loop, the clients and the upstream waited for the kernel to preempt a busy
+worker. Adopting the state on the event loop in steps of a block of ids instead of on a
+thread measured no different (median 3.9 against 4.6 ms, lower in 5 of 8 pairs) while fewer
+cold prompts were encoded in the same time, so it stays on a thread.
 
 The workers load each tokenizer from a copy of its ``tokenizer.json`` text, so they encode
 with exactly the gateway's tokenizer. The gateway starts them once its tokenizers are loaded
-(:meth:`ColdPool.start`); they run :data:`WORKER_NICE` below it, with two malloc arenas and
-freed memory handed back after each job (as the gateway, :mod:`~ttftscope.gateway.heap`),
-and end within a second of the gateway however it ends. A worker that dies (killed, out of
-memory) breaks the pool: its jobs raise :class:`ColdPoolBroken`, the next job starts a new
-pool.
+(:meth:`ColdPool.start`); they run only when nothing else wants the CPU
+(:func:`idle_priority`), with two malloc arenas and freed memory handed back after each job
+(as the gateway, :mod:`~ttftscope.gateway.heap`), and end within a second of the gateway
+however it ends. A worker that dies (killed, out of memory) breaks the pool: its jobs raise
+:class:`ColdPoolBroken`, the next job starts a new pool.
 
 >>> pool = ColdPool(processes=1)
 >>> key = pool.register(o200k_tok.hf)
@@ -84,10 +87,11 @@ class ColdPoolBroken(Exception):
 
 class ColdPool:
     """Up to ``processes`` worker processes for long encodes, started by :meth:`start` or
-    the first job."""
+    the first job; ``required`` False (the gateway's "auto"): a tokenizer the workers cannot
+    be given is encoded on threads instead of failing the start."""
 
-    def __init__(self, *, processes: int) -> None:
-        self.processes = processes
+    def __init__(self, *, processes: int, required: bool = True) -> None:
+        self.processes, self.required = processes, required
         self.started = 0  # pools started (a broken one is replaced)
         self.submitted = 0  # jobs given to workers
         self.completed = 0  # jobs they sent a result back for
@@ -106,6 +110,8 @@ class ColdPool:
         under ``cache_dir()/tokenizers/workers``: exactly the gateway's tokenizer, whatever
         lies in the model folder by then. (Sent through the pipe that starts a worker, its
         5-10 MB kept the event loop writing until the new interpreter was up: ~0.5 s.)
+        "" (jobs may not name it: encode it on threads) when that copy cannot be written and
+        the pool is not ``required``.
         """
         if self._executor is not None:
             raise RuntimeError("register every tokenizer before the encode workers start")
@@ -114,8 +120,14 @@ class ColdPool:
                 return key
         doc = tok.to_str().encode("utf-8", "surrogatepass")
         key = hashlib.sha256(doc).hexdigest()[:24]
+        try:
+            self._files[key] = str(_stored(doc, key))
+        except ConfigError as exc:
+            if self.required:
+                raise
+            log.warning("%s\n  long prompts are encoded on threads instead", exc)
+            return ""
         self._tokenizers[key] = tok
-        self._files[key] = str(_stored(doc, key))
         return key
 
     @property
@@ -258,8 +270,7 @@ _LOADED: dict[str, tokenizers.Tokenizer] = {}
 def _start_worker(parent: int, files: dict[str, str], loaded: Any) -> None:
     """Lower this process's priority, die with the gateway, load the tokenizers, and say so
     in ``loaded`` (a shared array of pids, one slot per worker)."""
-    with contextlib.suppress(OSError):
-        os.nice(WORKER_NICE)
+    idle_priority()
     limit_arenas(2)  # as the gateway: see :mod:`~ttftscope.gateway.heap`
     threading.Thread(target=_watch, args=(parent,), daemon=True).start()
     for key, path in files.items():
@@ -268,6 +279,29 @@ def _start_worker(parent: int, files: dict[str, str], loaded: Any) -> None:
         slots = loaded[:]
         if 0 in slots:
             loaded[slots.index(0)] = os.getpid()
+
+
+def idle_priority() -> str:
+    """Run this process only when no other wants the CPU: Linux's ``SCHED_IDLE`` (which the
+    kernel preempts at once for any normal task that wakes), else :data:`WORKER_NICE` nice
+    steps down; which one it got. A worker shares no GIL with the gateway, so nothing of
+    the gateway's ever waits for it (the figures are in this module's docstring).
+
+    >>> import subprocess, sys
+    >>> code = "from ttftscope.gateway.coldpool import idle_priority; print(idle_priority())"
+    >>> run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    >>> run.stdout.strip() == ("idle" if sys.platform.startswith("linux") else "nice")
+    True
+    """
+    policy = getattr(os, "SCHED_IDLE", None)
+    if policy is not None:
+        with contextlib.suppress(OSError):
+            os.sched_setscheduler(0, policy, os.sched_param(0))
+            return "idle"
+    with contextlib.suppress(OSError):
+        os.nice(WORKER_NICE)
+        return "nice"
+    return "normal"
 
 
 def _watch(parent: int) -> None:

@@ -149,8 +149,8 @@ class Gateway:
         self.keys = inbound_keys(settings, env)
         self.max_body = int(settings.max_body_mb * (1 << 20))
         self.pool = WorkPool(workers=settings.encode_workers, queue=settings.encode_queue)
-        procs = settings.encode_processes
-        self.cold = ColdPool(processes=procs) if procs else None
+        procs, auto = settings.processes(), settings.encode_processes == "auto"
+        self.cold = ColdPool(processes=procs, required=not auto) if procs else None
         if self.cold is not None:
             cold = self.cold
             self.metrics.encode_processes.set_function(lambda: len(cold.pids))

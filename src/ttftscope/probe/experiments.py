@@ -11,6 +11,7 @@ How one request is sent and measured is ``probe.send``.
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -56,6 +57,10 @@ class ProbeOptions:
     gateway_url: str | None = None  # also: chat direct vs through this gateway
     trace_port: int | None = None  # receive vLLM's spans here (127.0.0.1) for the run
     span_wait_s: float = 3.0  # how long a response waits for its span (vLLM batches them)
+    budget_s: float | None = None  # no new request once the probe has run this long
+    # time client-side tokenization with the local tokenizer before each chat request (the
+    # doctor's own probe does not: that work would be ttftscope's, not the user's client's)
+    client_tokenize: bool = True
 
     @property
     def total_requests(self) -> int:
@@ -106,6 +111,8 @@ class Prober:
         self.on_stage = on_stage
         self.tok = local_tokenizer
         self.run = ProbeRun(run_id=uuid.uuid4().hex[:12], model=ep.model)
+        self.started = time.monotonic()
+        self.stopped = False  # the time budget ran out before every request was sent
         self.sender = RequestSender(
             ep,
             client,
@@ -131,6 +138,16 @@ class Prober:
             return await self.count_tokens(header + text)
 
         return header + await build_context_async(size, self.opts.seed + size, count)
+
+    def over_budget(self) -> bool:
+        """Whether the time budget is spent (then no new request is sent; said once)."""
+        budget = self.opts.budget_s
+        if budget is None or time.monotonic() - self.started < budget:
+            return False
+        if not self.stopped:
+            self._stage(f"time budget of {budget:g} s reached: the remaining requests are skipped")
+        self.stopped = True
+        return True
 
     def _stage(self, text: str) -> None:
         if self.on_stage is not None:
@@ -161,6 +178,8 @@ class Prober:
         history: list[dict[str, str]] = []
         total = 1 + self.opts.num_warmups + self.opts.repeat
         for i in range(total):
+            if self.over_budget():
+                return
             phase = self._phase(i)
             turn = agent_turn(i, seed=self.opts.seed, chars=self.opts.turn_chars)
             messages = _messages(ctx, history, turn)
@@ -174,7 +193,7 @@ class Prober:
         body = {"model": self.ep.model, "messages": messages, **self._sampling()}
         tok = self.tok
         tokenize = None
-        if tok is not None:
+        if tok is not None and self.opts.client_tokenize:
 
             def tokenize() -> int:
                 return sum(len(tok.encode(m["content"])) for m in messages)
@@ -187,6 +206,8 @@ class Prober:
         self._stage(f"context {size:,} tokens: text vs ids on /v1/completions")
         total = 1 + self.opts.num_warmups + self.opts.repeat
         for i in range(total):
+            if self.over_budget():
+                return
             phase = self._phase(i)
             # each request gets its own fresh turn, so both variants find the same cached
             # context and the same uncached tail; only the prompt's form differs
@@ -222,6 +243,8 @@ class Prober:
         self._stage(f"context {size:,} tokens: direct vs gateway chat")
         history: list[dict[str, str]] = []
         for i in range(2 * (1 + self.opts.num_warmups + self.opts.repeat)):
+            if self.over_budget():
+                return
             phase = self._phase(i // 2) if i > 1 else ("cold" if i == 0 else "warmup")
             turn = agent_turn(2000 + i, seed=self.opts.seed, chars=self.opts.turn_chars)
             req = self._chat_request(_messages(ctx, history, turn))

@@ -35,6 +35,12 @@ from ttftscope.stats import percentile
 _CONFIG = {"displaylogo": False, "responsive": True}
 _BADGE = {"info": "note", "warning": "warning", "critical": "critical"}
 _CODE = re.compile(r"`([^`]+)`")
+LEAD_PLOT = "ttft-parts"  # "where TTFT goes": the chart that leads, under the verdict
+# a plot drawn inside a closed <details> has no width yet: redraw those inside on opening
+_RESIZE_JS = (
+    "document.querySelectorAll('details').forEach(d => d.addEventListener('toggle', () => "
+    "d.querySelectorAll('.js-plotly-plot').forEach(p => Plotly.Plots.resize(p))));"
+)
 _CSS = """
 body { font-family: system-ui, -apple-system, 'Segoe UI', Roboto, 'DejaVu Sans', sans-serif;
   margin: 0 auto; max-width: 1200px; padding: 24px; color: #1f2328; background: #fff; }
@@ -44,6 +50,13 @@ h1 { font-size: 26px; margin: 0 0 4px; } h2 { font-size: 18px; margin: 0 0 6px; 
 .diagnosis.healthy { background: #eef9f0; border-color: #8fd19e; }
 .diagnosis.act { background: #fff8e6; border-color: #f0c36d; }
 .diagnosis.warn { background: #fdeeee; border-color: #e5989b; }
+.verdict { font-size: 17px; line-height: 1.5; border-radius: 8px; padding: 14px 18px;
+  margin: 0 0 16px; border: 1px solid; }
+.verdict.healthy { background: #eef9f0; border-color: #8fd19e; }
+.verdict.act { background: #fff8e6; border-color: #f0c36d; }
+.lead { margin-bottom: 16px; }
+details { margin: 10px 0; border-top: 1px solid #e5e7ea; padding-top: 8px; }
+summary { cursor: pointer; font-weight: 600; font-size: 15px; padding: 4px 0; }
 .headline { font-size: 17px; margin: 0 0 10px; line-height: 1.45; }
 .findings { margin: 0; padding-left: 0; list-style: none; }
 .findings > li { margin: 8px 0; line-height: 1.45; }
@@ -257,7 +270,9 @@ def render_html(runs: Sequence[Run], diagnosis: Diagnosis, *, generated: str | N
     generated = generated or time.strftime("%Y-%m-%d %H:%M")
     notes = [n for run in runs for n in run.notes]
     notes_html = "".join(f"<li>{_text(n)}</li>" for n in notes)
-    plots = "\n".join(_plot_html(p) for p in report_plots(runs))
+    plots = report_plots(runs)
+    lead = "\n".join(_plot_html(p) for p in plots if p.key == LEAD_PLOT)
+    rest = "\n".join(_plot_html(p) for p in plots if p.key != LEAD_PLOT)
     return (
         '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
@@ -265,12 +280,37 @@ def render_html(runs: Sequence[Run], diagnosis: Diagnosis, *, generated: str | N
         f'<script type="text/javascript">{plotly.offline.get_plotlyjs()}</script></head>'
         f"<body><h1>Where time to first token goes</h1>"
         f'<div class="sub">{_text(_subtitle(runs, generated))}</div>'
-        f"{diagnosis_html(diagnosis, comparisons(runs))}{runs_table(runs)}"
-        f"{request_parts_html(runs)}"
-        f'<div class="grid">{plots}</div>'
-        + (f'<h2>Notes</h2><ul class="notes">{notes_html}</ul>' if notes else "")
-        + "</body></html>\n"
+        f"{verdict_html(diagnosis)}<div class='lead'>{lead}</div>"
+        + _fold(_findings_summary(diagnosis), diagnosis_html(diagnosis, comparisons(runs)))
+        + _fold("The runs and their per-request parts", runs_table(runs) + request_parts_html(runs))
+        + _fold(_plots_summary(plots), f'<div class="grid">{rest}</div>')
+        + (_fold(f"Notes ({len(notes)})", f'<ul class="notes">{notes_html}</ul>') if notes else "")
+        + f"<script>{_RESIZE_JS}</script></body></html>\n"
     )
+
+
+def verdict_html(diagnosis: Diagnosis) -> str:
+    """The verdict paragraph that leads the page (:meth:`Diagnosis.verdict`).
+
+    >>> verdict_html(Diagnosis())
+    '<p class="verdict healthy" id="verdict">✓ no problem found in what was checked.</p>'
+    """
+    tone = "healthy" if diagnosis.healthy else "act"
+    return f'<p class="verdict {tone}" id="verdict">{_text(diagnosis.verdict())}</p>'
+
+
+def _fold(summary: str, body: str) -> str:
+    """A section folded under its one-line summary."""
+    return f"<details><summary>{_text(summary)}</summary>{body}</details>"
+
+
+def _findings_summary(d: Diagnosis) -> str:
+    n = len(d.findings)
+    return f"The findings ({n}): evidence, remedies, measured A/Bs" if n else "What was checked"
+
+
+def _plots_summary(plots: Sequence[Plot]) -> str:
+    return "More plots: " + ", ".join(p.title for p in plots if p.key != LEAD_PLOT)
 
 
 def write_report(runs: Sequence[Run], diagnosis: Diagnosis, path: Path) -> Path:

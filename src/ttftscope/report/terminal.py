@@ -20,6 +20,7 @@ from rich.table import Table
 
 from ttftscope.findings import Diagnosis, Finding
 from ttftscope.report.compare import Comparison, ms
+from ttftscope.report.where import where_lines
 from ttftscope.results.parts import PART_LABELS, latency_samples
 from ttftscope.results.parts_table import PARTS_FOOTNOTE, parts_table
 from ttftscope.results.request_parts import NO_PARTS, has_request_parts, parts_by_bucket
@@ -193,7 +194,7 @@ _MARK_PLAIN = {"critical": "✗", "warning": "!", "info": "i"}
 _STYLE = {"critical": "bold red", "warning": "bold yellow", "info": "bold blue"}
 
 
-def print_diagnosis(d: Diagnosis, console: Console) -> None:
+def print_diagnosis(d: Diagnosis, console: Console, *, headline: bool = True) -> None:
     """The findings, worst first, each with its evidence and remedy; then what was checked.
 
     >>> import io; from ttftscope.findings import Evidence, Finding
@@ -210,13 +211,30 @@ def print_diagnosis(d: Diagnosis, console: Console) -> None:
     <BLANKLINE>
     checked: 1 run(s)
     """
-    if d.healthy:
+    if d.healthy and headline:  # after print_verdict, which says it
         console.print("[green]✓ no problem found[/] in what was checked", highlight=False)
     for f in d.findings:
         _print_finding(f, console)
     _hanging(console, "checked: ", "; ".join(d.checked), "dim")
     for note in d.notes:
         _hanging(console, "note: ", note, "dim")
+
+
+def print_verdict(d: Diagnosis, runs: Sequence[Run], console: Console) -> None:
+    """What leads the output: the verdict paragraph, then where TTFT goes; the findings and
+    their evidence follow (:func:`print_diagnosis`).
+
+    >>> import io; out = io.StringIO(); c = Console(file=out, width=80, color_system=None)
+    >>> print_verdict(Diagnosis(), [], c); print(out.getvalue().strip())
+    ✓ no problem found in what was checked.
+    """
+    _hanging(console, "", d.verdict(), "bold")
+    lines = where_lines(runs)
+    if lines:
+        console.print()
+    for line in lines:
+        console.print(line, highlight=False, markup=False, soft_wrap=True)
+    console.print()
 
 
 def _hanging(console: Console, first: str, text: str, style: str = "") -> None:

@@ -55,3 +55,15 @@ def test_a_gateway_target_without_its_own_timing_still_gets_the_gateway_advice(
     write_probe_dir(tmp_path, [record(i, slow, variant="gateway") for i in range(5)])
     (f,) = _of(_network(tmp_path), "network-path")
     assert len(f.evidence) == 1 and "the ttftscope gateway is on this path" in f.remedy
+
+
+def test_a_stall_in_some_requests_is_not_the_path_but_a_sustained_one_is(tmp_path: Path) -> None:
+    # a loaded machine stalls two of three requests 600 ms; the third is 2 ms outside
+    def outside(tmp: Path, ms: tuple[float, ...]) -> list[Finding]:
+        recs = [record(i, Parts(outside=o, frontend=5.0, prefill=5.0)) for i, o in enumerate(ms)]
+        write_probe_dir(tmp, recs)
+        return _of(_network(tmp), "network-path")
+
+    assert outside(tmp_path / "stall", (600.0, 2.0, 600.0)) == []
+    (f,) = outside(tmp_path / "path", (600.0, 590.0, 610.0))
+    assert "(95% interval 590 to 610 ms, 3 requests)" in f.evidence[0].fact

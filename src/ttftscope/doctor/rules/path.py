@@ -6,16 +6,25 @@ bench target over its workload; a probe's text/ids A/B variants are instruments,
 workload), on requests the server measured, when the median TTFT is long enough to matter.
 Through the ttftscope gateway (a series named for it, or records the gateway stamped), the
 gateway is in that path by design: the advice is then about where it runs and what it costs,
-not "remove proxies".
+not "remove proxies". The part must be sustained: the low end of its median's 95% interval
+(bootstrap) at least :data:`MIN_MS`, so a loaded machine's stall in a few requests is not
+called the path.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ttftscope.doctor.abtest import bootstrap_interval
 from ttftscope.findings import Evidence, Finding
 from ttftscope.records import RequestRecord
-from ttftscope.results.parts import Breakdown, records_breakdown, series_scope, split_series
+from ttftscope.results.parts import (
+    Breakdown,
+    part_ms,
+    records_breakdown,
+    series_scope,
+    split_series,
+)
 from ttftscope.results.runs import Run
 from ttftscope.stats import median
 
@@ -48,15 +57,35 @@ def _gateway_fact(records: Sequence[RequestRecord]) -> list[str]:
     return [f"median {own:.0f} ms of it in the gateway's own work (received to sent upstream)"]
 
 
+def _interval(records: Sequence[RequestRecord]) -> tuple[float, float, int] | None:
+    """The 95% interval of the median outside-the-server time, and how many requests."""
+    values = [
+        v
+        for r in records
+        if r.server_ttft_ms is not None and (v := part_ms(r, "outside_server")) is not None
+    ]
+    if not values:
+        return None
+    low, high = bootstrap_interval(values)
+    return low, high, len(values)
+
+
 def _finding(
-    run: Run, name: str, where: str, records: Sequence[RequestRecord], found: Breakdown
+    run: Run,
+    name: str,
+    where: str,
+    records: Sequence[RequestRecord],
+    found: Breakdown,
+    interval: tuple[float, float, int],
 ) -> Finding:
     value, ttft = found.part("outside_server") or 0.0, found.ttft_ms
     share = value / ttft
     gateway = _via_gateway(name, records)
+    low, high, n = interval
     facts = [
         f"median outside the server (serialization, network, HTTP) {value:.0f} ms "
-        f"of {ttft:.0f} ms median TTFT over {found.n} requests",
+        f"of {ttft:.0f} ms median TTFT over {found.n} requests (95% interval {low:,.0f} to "
+        f"{high:,.0f} ms, {n} requests)",
         *(_gateway_fact(records) if gateway else []),
     ]
     return Finding(
@@ -83,5 +112,8 @@ def network_findings(runs: Sequence[Run]) -> list[Finding]:
             value, share = found.part("outside_server"), found.share("outside_server")
             if value is None or share is None or share < MIN_SHARE or value < MIN_MS:
                 continue
-            out.append(_finding(run, s.name, where, records, found))
+            interval = _interval(records)
+            if interval is None or interval[0] < MIN_MS:
+                continue  # not sustained: a stall of a few requests, not the path
+            out.append(_finding(run, s.name, where, records, found, interval))
     return out

@@ -1,24 +1,21 @@
-"""Findings from the server's side: queueing, rate limits, a shared server, the prefix cache.
+"""Findings from the server's side: queueing, rate limits, a shared server.
 
 Queueing is read from bench's ``/metrics`` samples (waiting and running over time), the
 records' queue times and the bench summary; rate limits from failed records and summaries;
-samples another client overlapped from the probe's own checks; the prefix cache from
-``vllm:cache_config_info``, from hit rates on repeated prefixes, and from prefill that
-dominates TTFT at a low hit rate (one series at a time: targets are never mixed).
+samples another client overlapped from the probe's own checks. The prefix cache and
+prefill are :mod:`ttftscope.doctor.rules.prefill`'s.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ttftscope.doctor.abtest import bootstrap_interval
 from ttftscope.doctor.rules.limits import queue_remedy
-from ttftscope.doctor.serverfacts import ServerFacts
 from ttftscope.errors import FailureKind
 from ttftscope.findings import Evidence, Finding
 from ttftscope.results.parts import (
-    hit_rate,
     latency_samples,
-    records_breakdown,
     series_scope,
     split_series,
 )
@@ -27,7 +24,6 @@ from ttftscope.stats import median, percentile
 
 __all__ = [
     "NOT_TOKENIZATION",
-    "cache_findings",
     "queue_findings",
     "rate_limit_findings",
     "shared_server_findings",
@@ -36,17 +32,9 @@ __all__ = [
 # waiting > 0 in this share of samples (or of requests) is a queue worth fixing
 MIN_WAITED_SHARE = 0.1
 MIN_QUEUE_SHARE = 0.1
-COLD_HIT_RATE = 0.1
+MIN_QUEUE_MS = 20.0  # mean time in queue under this is no alarm, however often it waited
 # Said first, so that the saving printed after the remedy belongs to the queue's fix.
 NOT_TOKENIZATION = "not a tokenization problem (token ids will not fix it): "
-# prefill this large a share of a median TTFT at a hit rate this low: prompts are recomputed
-LOW_HIT_RATE = 0.5
-PREFILL_SHARE = 0.35
-# Prompts shorter than this are not judged on their hit rate: a fresh agent turn (median 655
-# tokens, the probe's ~350) is a third or more of them, so a healthy cache still misses most of
-# a 1,000-token prompt; on a loaded machine the real vLLM showed 0.37 at ~1,100 tokens.
-JUDGED_PROMPT_TOKENS = 4000
-FAST_MS = 50.0  # a median TTFT under this has nothing worth removing
 
 
 def _where(run: Run) -> str:
@@ -93,35 +81,64 @@ def _spread(run: Run) -> list[str]:
     return out
 
 
+def _queue_interval(run: Run) -> str | None:
+    """The per-request queue times' median with its 95% interval, where records have them."""
+    queued = [r.queue_ms for r in latency_samples(run.records, run.kind) if r.queue_ms is not None]
+    if len(queued) < 3:
+        return None
+    low, high = bootstrap_interval(queued)
+    return (
+        f"median queue time per request {median(queued):,.0f} ms (95% interval {low:,.0f} to "
+        f"{high:,.0f} ms, {len(queued)} requests)"
+    )
+
+
+def _costs(mean_q: float | None, share: float | None) -> bool:
+    """Queueing worth an alarm: its time measured, and large in ms and as a share of TTFT."""
+    return (
+        mean_q is not None
+        and share is not None
+        and mean_q >= MIN_QUEUE_MS
+        and (share >= MIN_QUEUE_SHARE)
+    )
+
+
+def _queue_finding(run: Run, limit: int | None) -> Finding | None:
+    facts, waited, mean_q = _queue_facts(run)
+    measured = latency_samples(run.records, run.kind)
+    p50 = median(r.client_ttft_ms for r in measured)
+    share = mean_q / p50 if mean_q is not None and p50 else None
+    if waited < MIN_WAITED_SHARE and (share is None or share < MIN_QUEUE_SHARE):
+        return None
+    costs = _costs(mean_q, share)
+    facts += _spread(run)
+    if mean_q is not None and share is not None:
+        every = " (every target's requests)" if len(split_series(run)) > 1 else ""
+        facts.append(f"mean queue time {mean_q:,.0f} ms = {share:.0%} of median TTFT{every}")
+    facts += [i for i in (_queue_interval(run),) if i is not None]
+    title = f"requests wait in the server's queue ({waited:.0%} of the run)"
+    if not costs:
+        cost = "not measured" if mean_q is None else f"{mean_q:,.0f} ms per request"
+        title = f"requests were seen waiting ({waited:.0%} of the run); the time it cost: {cost}"
+    return Finding(
+        id="queueing",
+        severity="warning" if costs else "info",
+        title=title,
+        evidence=[Evidence(fact=f, source=_where(run)) for f in facts],
+        remedy=NOT_TOKENIZATION + queue_remedy(run, limit),
+        saving_ms=None if mean_q is None or not costs else round(mean_q, 1),
+        part_ms=mean_q,
+    )
+
+
 def queue_findings(runs: Sequence[Run], limit: int | None = None) -> list[Finding]:
-    """Runs whose requests waited in the engine's queue for a significant part of the run.
+    """Runs whose requests waited in the engine's queue: a warning when the time in queue
+    was measured and costs (:data:`MIN_QUEUE_MS` and :data:`MIN_QUEUE_SHARE` of TTFT),
+    informational when waiting was seen at a cost too small or not measured.
 
     ``limit`` is the server's ``--max-num-seqs`` where it could be read (``/server_info``).
     """
-    out: list[Finding] = []
-    for run in runs:
-        facts, waited, mean_q = _queue_facts(run)
-        measured = latency_samples(run.records, run.kind)
-        p50 = median(r.client_ttft_ms for r in measured)
-        share = mean_q / p50 if mean_q is not None and p50 else None
-        if waited < MIN_WAITED_SHARE and (share is None or share < MIN_QUEUE_SHARE):
-            continue
-        facts += _spread(run)
-        if mean_q is not None and share is not None:
-            every = " (every target's requests)" if len(split_series(run)) > 1 else ""
-            facts.append(f"mean queue time {mean_q:,.0f} ms = {share:.0%} of median TTFT{every}")
-        out.append(
-            Finding(
-                id="queueing",
-                severity="warning",
-                title=f"requests wait in the server's queue ({waited:.0%} of the run)",
-                evidence=[Evidence(fact=f, source=_where(run)) for f in facts],
-                remedy=NOT_TOKENIZATION + queue_remedy(run, limit),
-                saving_ms=None if mean_q is None else round(mean_q, 1),
-                part_ms=mean_q,
-            )
-        )
-    return out
+    return [f for run in runs if (f := _queue_finding(run, limit)) is not None]
 
 
 def rate_limit_findings(runs: Sequence[Run]) -> list[Finding]:
@@ -158,112 +175,6 @@ def rate_limit_findings(runs: Sequence[Run]) -> list[Finding]:
                 ),
             )
         )
-    return out
-
-
-def _off(facts: ServerFacts) -> Finding:
-    return Finding(
-        id="prefix-cache-off",
-        severity="warning",
-        title="the prefix cache is off: every request recomputes its whole prompt",
-        evidence=[
-            Evidence(
-                fact='vllm:cache_config_info has enable_prefix_caching="False"',
-                source=facts.source,
-            )
-        ],
-        remedy="start vLLM with --enable-prefix-caching (and without --no-enable-prefix-caching)",
-    )
-
-
-def _cold(run: Run, rates: dict[str, float], several: bool) -> Finding:
-    """Series whose repeated prefixes missed the cache, each with its own rate: a target on
-    a server with caching off is not averaged away by one that has it on."""
-    worst = max(rates.values())
-    named = f" ({', '.join(rates)})" if several else ""
-    return Finding(
-        id="prefix-cache-off",
-        severity="warning",
-        title=f"repeated prefixes hit the cache {worst:.0%} of the time{named}",
-        evidence=[
-            Evidence(
-                fact=f"{name + ': ' if several else ''}warm requests that repeat a context hit "
-                f"{rate:.2f} of their tokens",
-                source=_where(run),
-            )
-            for name, rate in rates.items()
-        ],
-        remedy=(
-            "check that prefix caching is on (--enable-prefix-caching), that the prompt "
-            "does not change early (see dynamic-prefix), and that the KV cache is not "
-            "evicting between turns (raise --gpu-memory-utilization or KV cache space)"
-        ),
-    )
-
-
-def _cold_rates(run: Run) -> tuple[dict[str, float], bool]:
-    """Each series' hit rate over its warm requests of 1,000 tokens or more, where it is
-    below :data:`COLD_HIT_RATE`; and whether the run has several series."""
-    series = split_series(run)
-    out = {}
-    for s in series:
-        rate = hit_rate(
-            r for r in s.records if (r.prompt_tokens or r.context_tokens_target) >= 1000
-        )
-        if rate is not None and rate < COLD_HIT_RATE:
-            out[s.name] = rate
-    return out, len(series) > 1
-
-
-def _prefill_finding(run: Run) -> Finding | None:
-    """The first series whose prefill dominates TTFT while most of its prompt misses the cache."""
-    for series in split_series(run):
-        where, scoped = series_scope(series)
-        records = [
-            r
-            for r in scoped
-            if (r.prompt_tokens or r.context_tokens_target or 0) >= JUDGED_PROMPT_TOKENS
-        ]
-        found, rate = records_breakdown(records), hit_rate(records)
-        share = None if found is None else found.share("prefill")
-        if found is None or rate is None or share is None or found.ttft_ms < FAST_MS:
-            continue
-        if rate >= LOW_HIT_RATE or share < PREFILL_SHARE:
-            continue
-        prefill = found.part("prefill") or 0.0
-        return Finding(
-            id="prefix-cache-off",
-            severity="warning",
-            title=f"prefill is {share:.0%} of TTFT at a {rate:.2f} prefix hit rate "
-            f"({series.name}{where}): most of each prompt is computed again",
-            evidence=[
-                Evidence(
-                    fact=f"median prefill {prefill:.0f} ms of {found.ttft_ms:.0f} ms median "
-                    f"TTFT over {found.n} requests; the cache held {rate:.2f} of their tokens",
-                    source=_where(run),
-                )
-            ],
-            remedy=(
-                "keep the prompt's start stable across turns (see dynamic-prefix) and send a "
-                "session to one replica, so each turn's prefix is already in the cache"
-            ),
-            saving_ms=None,
-        )
-    return None
-
-
-def cache_findings(runs: Sequence[Run], live: ServerFacts | None) -> list[Finding]:
-    """The cache switched off (live scrape), cold on repeated prefixes, or missed by prompts
-    whose prefill dominates TTFT (records)."""
-    if live is not None and live.prefix_caching is False:
-        return [_off(live)]
-    out: list[Finding] = []
-    for run in runs:
-        rates, several = _cold_rates(run)
-        if rates:
-            out.append(_cold(run, rates, several))
-        elif (missed := _prefill_finding(run)) is not None:
-            out.append(missed)
     return out
 
 

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ttftscope.doctor.abtest import PairedAB, paired_ab
+from ttftscope.doctor.linefit import LineFit, fit_holds, fit_line
 from ttftscope.findings import Evidence, Finding
 from ttftscope.records import RequestRecord
 from ttftscope.results.parts import (
@@ -36,15 +37,21 @@ from ttftscope.results.servers import ServerFigures, server_figures
 from ttftscope.stats import median
 
 __all__ = [
+    "DOCTOR_PROBE",
     "MIN_SAVING_MS",
     "LineFit",
     "client_tokenization_findings",
+    "doctors_own",
+    "fit_holds",
     "fit_line",
     "measured_saving_ms",
     "server_tokenization_findings",
     "tokenization_findings",
 ]
 
+# The note on every request of the live doctor's short probe: the doctor's own work, which
+# findings about the user's client never read.
+DOCTOR_PROBE = "the doctor's own probe (its client tokenization is ttftscope's)"
 # A front end under this many ms at the largest context is not worth a gateway.
 MIN_FRONTEND_MS = 20.0
 MIN_SHARE = 0.3
@@ -65,34 +72,6 @@ _GATEWAY_REMEDY = (
 
 def _via_gateway(name: str) -> bool:
     return "gateway" in name
-
-
-@dataclass(frozen=True)
-class LineFit:
-    """Least-squares ``y = slope * x + intercept`` and how well it fits (r²).
-
-    >>> f = fit_line([1, 2, 3], [2, 4, 6]); round(f.slope, 3), round(f.r2, 3)
-    (2.0, 1.0)
-    """
-
-    slope: float
-    intercept: float
-    r2: float
-    n: int
-
-
-def fit_line(xs: Sequence[float], ys: Sequence[float]) -> LineFit | None:
-    """Fit a line; ``None`` with fewer than 3 points or one distinct ``x``."""
-    n = len(xs)
-    if n < 3 or len(set(xs)) < 2:
-        return None
-    mx, my = sum(xs) / n, sum(ys) / n
-    sxx = sum((x - mx) ** 2 for x in xs)
-    sxy = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True))
-    syy = sum((y - my) ** 2 for y in ys)
-    slope = sxy / sxx
-    r2 = 1.0 if syy == 0 else (sxy * sxy) / (sxx * syy)
-    return LineFit(slope, my - slope * mx, r2, n)
 
 
 def _tokens(r: RequestRecord) -> float | None:
@@ -210,7 +189,7 @@ def _facts(
         f"at ~{tokens:,.0f} prompt tokens"
     ]
     fit = _fit(s.records, part)
-    if fit is not None and fit.slope > 0:
+    if fit is not None and fit_holds(fit, value, tokens):
         facts.append(f"grows {fit.slope:.2f} ms per 1K tokens (line fit, r² {fit.r2:.2f})")
     rate = hit_rate(s.records)
     if rate is not None:
@@ -236,11 +215,13 @@ def _finding_for(run: Run, s: _Series, part: str, where: str) -> Finding | None:
     if value / ttft < MIN_SHARE and (m is None or m.ab.median_ms < MIN_SAVING_MS):
         return None
     facts = _facts(s, part, where, value, ttft, tokens) + ([m.fact] if m is not None else [])
+    fit = _fit(s.records, part)
+    grows = " and grows with context" if fit and fit_holds(fit, value, tokens) else ""
     return Finding(
         id="tokenization-bound",
         severity="warning",
         title=f"TTFT is {value / ttft:.0%} {where}{' even through the gateway' * gateway} "
-        f"({s.name}) and grows with context",
+        f"({s.name}){grows}",
         evidence=[Evidence(fact=f, source=_source(run, s)) for f in facts],
         remedy=_GATEWAY_REMEDY if gateway else _remedy(part),
         saving_ms=round(m.ab.median_ms if m is not None else value, 1),
@@ -356,8 +337,24 @@ def server_tokenization_findings(run: Run) -> list[Finding]:
     return out + _histogram_findings(run)
 
 
+def doctors_own(record: RequestRecord) -> bool:
+    """Whether the live doctor's own probe sent the request (its note says so).
+
+    >>> doctors_own(RequestRecord(run_id="r", index=0, variant="chat", phase="warm", ok=True,
+    ...                           notes=[DOCTOR_PROBE]))
+    True
+    """
+    return DOCTOR_PROBE in record.notes
+
+
 def client_tokenization_findings(run: Run) -> list[Finding]:
-    """Series whose client-side tokenization dominates TTFT and grows with context."""
+    """Series whose client-side tokenization dominates TTFT and grows with context.
+
+    The live doctor's own probe requests are left out: the tokenization they timed is
+    ttftscope's, not the user's client's.
+    """
+    if any(doctors_own(r) for r in run.records):
+        return []
     return [
         f
         for s in _series(run)

@@ -1,0 +1,51 @@
+"""The doctor's truth table: one injected bottleneck per scenario, what the doctor named.
+
+Each scenario starts the stand-in vLLM of ``tests/doctor/scenarioserver.py`` with one known
+cost (network delay, a front end that grows with the prompt, queueing, prefill with the
+cache off, 429s, a slow client tokenizer, the time first in the system prompt, or none),
+runs the real probe against it and diagnoses the records as
+``ttftscope doctor --no-live --records DIR`` does. Prints one JSON line per scenario, then a
+readable table. ``tests/doctor/test_truth_table.py`` asserts the same rows.
+
+    .venv/bin/python benchmarks/doctor_truth_table.py
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from dataclasses import asdict
+from pathlib import Path
+
+from tests.doctor.truthtable import SCENARIOS, Row, run_scenario
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.0f} ms"
+
+
+def table(rows: list[Row]) -> str:
+    """The rows, one a line, at 80 columns."""
+    head = f"{'scenario':<20} {'expected':<18} {'named':<18} {'saving':>7} {'injected':>8}  ok"
+    lines = [head, "-" * 80]
+    for r in rows:
+        lines.append(
+            f"{r.scenario:<20} {r.expected:<18} {r.named:<18} {_ms(r.saving_ms):>7} "
+            f"{_ms(r.injected_ms):>8}  {'yes' if r.ok else 'NO'}"
+        )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    rows: list[Row] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, s in enumerate(SCENARIOS):
+            row = run_scenario(s, Path(tmp) / str(i))
+            print(json.dumps(asdict(row) | {"ok": row.ok}), flush=True)
+            rows.append(row)
+    print()
+    print(table(rows))
+
+
+if __name__ == "__main__":
+    main()

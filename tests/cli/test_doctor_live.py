@@ -1,0 +1,63 @@
+"""The live ``ttftscope doctor`` against the scenario server: its own probe is labelled and
+never the user's client's problem, it says how long it may take and keeps to its budget, and
+it names an injected bottleneck as the records' doctor does."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.cli.test_doctor import _run
+from tests.doctor.scenarioserver import MODEL, Costs, ScenarioServer
+from ttftscope.doctor.rules.tokenize import DOCTOR_PROBE
+from ttftscope.records import RequestRecord, read_records
+
+
+def _live(
+    costs: Costs,
+    extra: list[str],
+    tmp: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> tuple[int, str, str, list[RequestRecord]]:
+    with ScenarioServer(costs) as srv:
+        args = ["--base-url", f"{srv.root}/v1", "--model", MODEL, "--sample-seconds", "0.2"]
+        out = tmp / "out"
+        code, stdout, err = _run(
+            [*args, "--result-dir", str(out), "--json", *extra], tmp, capsys, monkeypatch
+        )
+    records = [r for p in sorted(out.glob("probe-*.jsonl")) for r in read_records(p)]
+    return code, stdout, err, records
+
+
+def test_a_healthy_server_live_is_no_problem_and_the_probe_is_labelled(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code, out, err, records = _live(Costs(), [], tmp_path, capsys, monkeypatch)
+    data = json.loads(out)
+    assert code == 0 and [f for f in data["findings"] if f["severity"] != "info"] == []
+    assert "short probe (chat): 10 requests, 60 s at most (--probe-seconds)…" in err
+    assert len(records) == 10
+    assert all(DOCTOR_PROBE in r.notes and r.tokenize_ms is None for r in records)
+
+
+def test_the_live_probe_keeps_to_its_time_budget(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # ten requests of at least 300 ms each cannot all start within one second
+    _, _, err, records = _live(
+        Costs(network_s=0.3), ["--probe-seconds", "1"], tmp_path, capsys, monkeypatch
+    )
+    assert "time budget of 1 s reached: the remaining requests are skipped" in err
+    assert 1 <= len(records) < 10
+
+
+def test_the_live_doctor_names_an_injected_network_delay(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code, out, _, _ = _live(Costs(network_s=0.3), [], tmp_path, capsys, monkeypatch)
+    raised = [f for f in json.loads(out)["findings"] if f["severity"] != "info"]
+    assert code == 1 and [f["id"] for f in raised] == ["network-path"]
+    assert 225.0 <= raised[0]["saving_ms"] <= 375.0
