@@ -67,3 +67,28 @@ def test_a_stall_in_some_requests_is_not_the_path_but_a_sustained_one_is(tmp_pat
     assert outside(tmp_path / "stall", (600.0, 2.0, 600.0)) == []
     (f,) = outside(tmp_path / "path", (600.0, 590.0, 610.0))
     assert "(95% interval 590 to 610 ms, 3 requests)" in f.evidence[0].fact
+
+
+def test_a_gateway_no_slower_than_direct_is_paid_for_not_a_warning(tmp_path: Path) -> None:
+    """One story: the gateway's path is judged by what it costs over direct (issue 35 item 3:
+    "run the gateway on the server's host" beside a line crediting it with a faster TTFT)."""
+    path = Parts(frontend=5.0, prefill=20.0, outside=40.0)  # 65 ms, 62% outside
+    front = Parts(frontend=45.0, prefill=20.0, outside=10.0)  # 75 ms direct
+    recs = [record(i, path, variant="gateway", gateway_ms=2.0) for i in range(5)]
+    recs += [record(10 + i, front, variant="direct") for i in range(5)]
+    write_probe_dir(tmp_path, recs)
+    (f,) = _of(_network(tmp_path), "network-path")
+    assert f.severity == "info" and f.saving_ms is None
+    assert "paid for" in f.title and "run it on the server's host" not in f.remedy
+    assert "median TTFT 65 ms through the gateway vs 75 ms direct" in [e.fact for e in f.evidence]
+
+
+def test_a_gateway_slower_than_direct_saves_at_most_its_cost_over_direct(tmp_path: Path) -> None:
+    path = Parts(frontend=5.0, prefill=20.0, outside=70.0)  # 95 ms
+    front = Parts(frontend=45.0, prefill=20.0, outside=20.0)  # 85 ms direct
+    recs = [record(i, path, variant="gateway") for i in range(5)]
+    recs += [record(10 + i, front, variant="direct") for i in range(5)]
+    write_probe_dir(tmp_path, recs)
+    (f,) = _of(_network(tmp_path), "network-path")
+    assert f.severity == "warning" and f.saving_ms == 10.0  # not the 70 ms outside
+    assert "run it on the server's host" in f.remedy

@@ -6,7 +6,9 @@ bench target over its workload; a probe's text/ids A/B variants are instruments,
 workload), on requests the server measured, when the median TTFT is long enough to matter.
 Through the ttftscope gateway (a series named for it, or records the gateway stamped), the
 gateway is in that path by design: the advice is then about where it runs and what it costs,
-not "remove proxies". The part must be sustained: the low end of its median's 95% interval
+not "remove proxies"; where the run also measured the server direct, the saving is what the
+gateway's series costs over direct, and a gateway at least as fast as direct is only "info"
+(its hop is paid for). The part must be sustained: the low end of its median's 95% interval
 (bootstrap) at least :data:`MIN_MS`, so a loaded machine's stall in a few requests is not
 called the path.
 """
@@ -16,10 +18,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ttftscope.doctor.abtest import bootstrap_interval
-from ttftscope.findings import Evidence, Finding
+from ttftscope.findings import Evidence, Finding, Severity
 from ttftscope.records import RequestRecord
 from ttftscope.results.parts import (
     Breakdown,
+    Series,
     part_ms,
     records_breakdown,
     series_scope,
@@ -43,6 +46,11 @@ _VIA_GATEWAY = (
     "hop to the server, not two), keep the client's connections to it alive, and measure "
     "what it adds against the server direct (`ttftscope bench --target direct --target "
     "gateway=URL`)"
+)
+
+_PAID_FOR = (
+    "nothing to change on this path: through the gateway, its own hop included, the median "
+    "TTFT is no longer than direct to the server"
 )
 
 
@@ -70,6 +78,13 @@ def _interval(records: Sequence[RequestRecord]) -> tuple[float, float, int] | No
     return low, high, len(values)
 
 
+def _direct_ttft(series: Sequence[Series]) -> float | None:
+    """The median TTFT of the run's direct series at its judged scope, if the run has one."""
+    direct = next((s for s in series if s.name == "direct"), None)
+    found = None if direct is None else records_breakdown(series_scope(direct)[1])
+    return None if found is None else found.ttft_ms
+
+
 def _finding(
     run: Run,
     name: str,
@@ -77,6 +92,7 @@ def _finding(
     records: Sequence[RequestRecord],
     found: Breakdown,
     interval: tuple[float, float, int],
+    direct_ms: float | None = None,
 ) -> Finding:
     value, ttft = found.part("outside_server") or 0.0, found.ttft_ms
     share = value / ttft
@@ -88,13 +104,23 @@ def _finding(
         f"{high:,.0f} ms, {n} requests)",
         *(_gateway_fact(records) if gateway else []),
     ]
+    title = f"{share:.0%} of TTFT is spent outside the server ({name}{where})"
+    remedy, saving = (_VIA_GATEWAY if gateway else _DIRECT), value
+    severity: Severity = "warning"
+    if gateway and direct_ms is not None:
+        # one story: the gateway's path is worth shortening by what it costs over direct
+        facts.append(f"median TTFT {ttft:.0f} ms through the gateway vs {direct_ms:.0f} ms direct")
+        saving = max(ttft - direct_ms, 0.0)
+        if saving <= 0:
+            title += ": the gateway's hop is paid for"
+            remedy, severity = _PAID_FOR, "info"
     return Finding(
         id="network-path",
-        severity="warning",
-        title=f"{share:.0%} of TTFT is spent outside the server ({name}{where})",
+        severity=severity,
+        title=title,
         evidence=[Evidence(fact=f, source=", ".join(str(p) for p in run.sources)) for f in facts],
-        remedy=_VIA_GATEWAY if gateway else _DIRECT,
-        saving_ms=round(value, 1),
+        remedy=remedy,
+        saving_ms=round(saving, 1) if saving > 0 else None,
         part_ms=value,
     )
 
@@ -115,5 +141,6 @@ def network_findings(runs: Sequence[Run]) -> list[Finding]:
             interval = _interval(records)
             if interval is None or interval[0] < MIN_MS:
                 continue  # not sustained: a stall of a few requests, not the path
-            out.append(_finding(run, s.name, where, records, found, interval))
+            direct = _direct_ttft(series) if _via_gateway(s.name, records) else None
+            out.append(_finding(run, s.name, where, records, found, interval, direct))
     return out
