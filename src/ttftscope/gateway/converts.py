@@ -76,7 +76,6 @@ def responses_as_chat(up: Upstream, body: dict[str, Any]) -> tuple[dict[str, Any
     if up.adds_special_tokens:  # vLLM encodes this API's prompt with them (chat: without)
         raise PassThrough("add_special_tokens", "the tokenizer adds special tokens")
     chat = responses_to_chat(body, up.profile)  # converted once, then rewritten as chat
-    assert up.renderer is not None
     return chat, responses_inputs(chat, up.renderer.source, up.profile)
 
 

@@ -82,6 +82,18 @@ def wheel_metadata(wheel: Path) -> str:
         return zf.read(names[0]).decode("utf-8")
 
 
+def begin_log(home: Path) -> Path:
+    """``home``'s install log, started afresh (the folder made if needed); its path.
+
+    >>> begin_log(result_dir / "venv-home").read_text().startswith("install started")
+    True
+    """
+    home.mkdir(parents=True, exist_ok=True)
+    log = home / "install.log"
+    log.write_text(f"install started {time.strftime('%Y-%m-%d %H:%M:%S')}\n", encoding="utf-8")
+    return log
+
+
 def run_logged(cmd: Sequence[str], log: Path, label: str, hint: str, say: Progress) -> None:
     """Run one install step with its output in ``log``, showing progress; raise on failure."""
     code = run_with_progress(cmd, log, label, say)
@@ -104,9 +116,7 @@ def ensure_vllm_venv(progress: Progress | None = None) -> Path:
     marker = home / "installed.ok"
     if marker.exists() and venv_python(venv).exists():
         return venv
-    home.mkdir(parents=True, exist_ok=True)
-    log = home / "install.log"
-    log.write_text(f"install started {time.strftime('%Y-%m-%d %H:%M:%S')}\n", encoding="utf-8")
+    log = begin_log(home)
     t0 = time.monotonic()
     # Measured: 3-8 min on a 2-core machine (the most in torch and vLLM's 59 requirements).
     say(f"installing {VLLM_PACKAGE}=={VLLM_VERSION} (usually 3-8 min)")

@@ -28,6 +28,7 @@ from ttftscope.localserver.install import (
     SKIPPED_DEPS,
     TORCH_INDEX_HINT,
     TORCH_PIN,
+    begin_log,
     create_venv,
     install_deps,
     run_logged,
@@ -105,15 +106,13 @@ def ensure_oracle_venv(version: str, progress: Progress | None = None) -> Path:
     venv = home / "venv"
     if oracle_facts(version) is not None:
         return venv
-    home.mkdir(parents=True, exist_ok=True)
-    log = home / "install.log"
-    log.write_text(f"install started {time.strftime('%Y-%m-%d %H:%M:%S')}\n", encoding="utf-8")
+    log = begin_log(home)
     t0 = time.monotonic()
     say(f"installing vllm=={version}'s render server (usually 6-13 min); log: {log}")
     create_venv(venv, log, say)
     _install_into(venv_python(venv), spec, home, log, say)
-    facts = {"vllm": version, "transformers": spec.transformers}
-    facts["seconds"] = round(time.monotonic() - t0, 1)  # type: ignore[assignment]
+    facts: dict[str, object] = {"vllm": version, "transformers": spec.transformers}
+    facts["seconds"] = round(time.monotonic() - t0, 1)
     (home / "installed.ok").write_text(json.dumps(facts), encoding="utf-8")
     say(f"vllm {version} render server installed in {time.monotonic() - t0:.0f} s")
     return venv
