@@ -146,11 +146,6 @@ def run_claude(
 ) -> AgentRun:
     """``claude -p PROMPT`` in the workspace against ``base_url`` (the root, no ``/v1``)."""
     env = {
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-        "DISABLE_TELEMETRY": "1",
-        "DISABLE_AUTOUPDATER": "1",
-        # a failing server fails the run in seconds, not after ten backed-off retries
-        "CLAUDE_CODE_MAX_RETRIES": "1",
         "ANTHROPIC_BASE_URL": base_url,
         "ANTHROPIC_API_KEY": api_key,
         "ANTHROPIC_MODEL": model,
@@ -158,19 +153,43 @@ def run_claude(
         "ANTHROPIC_SMALL_FAST_MODEL": model,
         "ANTHROPIC_DEFAULT_HAIKU_MODEL": model,
     }
+    return run_claude_as_configured(
+        s,
+        prompt=prompt,
+        max_output_tokens=max_output_tokens,
+        timeout_s=timeout_s,
+        extra_env=env | (extra_env or {}),
+        extra_args=("--model", model, *extra_args),
+    )
+
+
+def run_claude_as_configured(
+    s: Scratch,
+    *,
+    prompt: str = PROMPT,
+    max_output_tokens: int | None = None,
+    timeout_s: float = 120,
+    extra_env: dict[str, str] | None = None,
+    extra_args: Sequence[str] = (),
+) -> AgentRun:
+    """``claude -p PROMPT`` with only its background traffic switched off: where it sends
+    requests, with which key and model, comes from ``extra_env`` or its settings file."""
+    env = {
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        # a failing server fails the run in seconds, not after ten backed-off retries
+        "CLAUDE_CODE_MAX_RETRIES": "1",
+    }
     if max_output_tokens is not None:
         env["CLAUDE_CODE_MAX_OUTPUT_TOKENS"] = str(max_output_tokens)
-    argv = [str(claude_binary()), "-p", prompt, "--model", model, "--allowedTools", CLAUDE_TOOLS]
-    argv += extra_args
+    argv = [str(claude_binary()), "-p", prompt, "--allowedTools", CLAUDE_TOOLS, *extra_args]
     return _run("claude-code", argv, _base_env(s, env | (extra_env or {})), s, timeout_s)
 
 
-def codex_config(base_url: str, model: str) -> str:
-    """``config.toml`` for Codex: one provider at ``base_url`` (with ``/v1``), no extras."""
-    return f"""model = "{model}"
-model_provider = "local"
-check_for_update_on_startup = false
-
+# Codex's background traffic, switched off: a top-level key (before any table) and tables
+CODEX_OFFLINE_KEYS = "check_for_update_on_startup = false\n"
+CODEX_OFFLINE_TABLES = """
 [analytics]
 enabled = false
 
@@ -182,6 +201,23 @@ enabled = false
 plugins = false
 remote_plugin = false
 plugin_sharing = false
+"""
+
+
+def offline_codex_config(config: str) -> str:
+    """A ``config.toml`` (its top-level keys, then its tables) with Codex's background
+    traffic switched off.
+
+    >>> print(offline_codex_config('model = "m"').splitlines()[:2])
+    ['check_for_update_on_startup = false', 'model = "m"']
+    """
+    return CODEX_OFFLINE_KEYS + config.rstrip("\n") + "\n" + CODEX_OFFLINE_TABLES
+
+
+def codex_config(base_url: str, model: str) -> str:
+    """``config.toml`` for Codex: one provider at ``base_url`` (with ``/v1``), no extras."""
+    return offline_codex_config(f"""model = "{model}"
+model_provider = "local"
 
 [model_providers.local]
 name = "local"
@@ -190,7 +226,7 @@ wire_api = "responses"
 env_key = "{CODEX_KEY_ENV}"
 request_max_retries = 1
 stream_max_retries = 1
-"""
+""")
 
 
 def run_codex(
@@ -204,10 +240,26 @@ def run_codex(
     extra_env: dict[str, str] | None = None,
 ) -> AgentRun:
     """``codex exec PROMPT`` in the workspace against ``base_url`` (with ``/v1``)."""
-    (s.codex_home / "config.toml").write_text(codex_config(base_url, model), encoding="utf-8")
-    env = {"CODEX_HOME": str(s.codex_home), CODEX_KEY_ENV: api_key}
+    env = {CODEX_KEY_ENV: api_key} | (extra_env or {})
+    return run_codex_as_configured(
+        s, codex_config(base_url, model), prompt=prompt, timeout_s=timeout_s, extra_env=env
+    )
+
+
+def run_codex_as_configured(
+    s: Scratch,
+    config_toml: str,
+    *,
+    prompt: str = PROMPT,
+    timeout_s: float = 120,
+    extra_env: dict[str, str] | None = None,
+) -> AgentRun:
+    """``codex exec PROMPT`` in the workspace with ``config_toml`` as its whole configuration
+    (``$CODEX_HOME/config.toml``)."""
+    (s.codex_home / "config.toml").write_text(config_toml, encoding="utf-8")
+    env = {"CODEX_HOME": str(s.codex_home)} | (extra_env or {})
     argv = [str(codex_binary()), "exec", "--skip-git-repo-check", "--sandbox", "workspace-write"]
-    return _run("codex", [*argv, prompt], _base_env(s, env | (extra_env or {})), s, timeout_s)
+    return _run("codex", [*argv, prompt], _base_env(s, env), s, timeout_s)
 
 
 def _run(
