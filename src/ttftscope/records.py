@@ -46,6 +46,12 @@ ServerPart = Literal[
 ]
 # who measured a span: our client, our gateway, or the server (vLLM)
 SpanService = Literal["client", "gateway", "server"]
+# The notes on records of ttftscope's own work, which no finding about the user's client
+# reads: a probe's chat variant counts the prompt's tokens with ttftscope's tokenizer before
+# sending; every request of the live doctor's short probe is its own (the user's own
+# client's tokenization is what instrument times).
+PROBE_TOKENIZED = "client tokenization by ttftscope's probe (its tokenizer), not your client's"
+DOCTOR_PROBE = "the doctor's own probe (its client tokenization is ttftscope's)"
 
 
 class SpanTiming(BaseModel):
@@ -143,6 +149,17 @@ class RequestRecord(BaseModel):
     part_sources: dict[ServerPart, PartSource] = Field(default_factory=dict)
     gateway_ms: float | None = None  # the gateway's own work: received to sent upstream
     spans: list[SpanTiming] = Field(default_factory=list)
+
+    @property
+    def ttftscopes_own(self) -> bool:
+        """Whether ttftscope sent this request for its own measurement (its client
+        tokenization is ttftscope's, not the user's client's).
+
+        >>> RequestRecord(run_id="r", index=0, variant="chat", phase="warm", ok=True,
+        ...               notes=[PROBE_TOKENIZED]).ttftscopes_own
+        True
+        """
+        return DOCTOR_PROBE in self.notes or PROBE_TOKENIZED in self.notes
 
     @field_validator("schema_version")
     @classmethod

@@ -11,8 +11,7 @@ import pytest
 
 from tests.cli.test_doctor import _run
 from tests.doctor.scenarioserver import MODEL, Costs, ScenarioServer
-from ttftscope.doctor.rules.tokenize import DOCTOR_PROBE
-from ttftscope.records import RequestRecord, read_records
+from ttftscope.records import DOCTOR_PROBE, RequestRecord, read_records
 
 
 def _live(

@@ -19,10 +19,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import tokenizers
+from openai import OpenAI
 
 from tests.doctor.scenarioserver import MODEL, Charged, Costs, ScenarioServer, tokens_of
+from ttftscope import Settings, instrument, instrumentation
 from ttftscope.client.endpoint import Endpoint
 from ttftscope.config.loader import load_settings
+from ttftscope.config.schema import DebugSettings
 from ttftscope.doctor.diagnose import Inputs, diagnose
 from ttftscope.doctor.gather import read_recorded
 from ttftscope.findings import Diagnosis, FindingId
@@ -128,9 +131,33 @@ def _probe(srv: ScenarioServer, out: Path, s: Scenario) -> None:
     opts = ProbeOptions(
         context_tokens=SIZES, repeat=REPEAT, num_warmups=1, max_tokens=4, metrics_settle_s=5.0
     )
-    tok = SlowTokenizer(s.client_ms_per_1k_chars) if s.client_ms_per_1k_chars else None
     with RecordWriter(out / "probe-truth.jsonl") as writer:
-        asyncio.run(run_probe(ep, opts, writer=writer, local_tokenizer=tok))
+        asyncio.run(run_probe(ep, opts, writer=writer))
+
+
+def _instrumented(srv: ScenarioServer, out: Path, s: Scenario) -> None:
+    """The user's own application: it tokenizes each prompt with its (slow) tokenizer and
+    sends it with the ``openai`` SDK, recorded by ``ttftscope.instrument`` as an application
+    records itself (``instrument.jsonl``): the probe's own tokenization is ttftscope's, never
+    the user's client's. A conversation per size, growing a turn a request, one at a time."""
+    settings = Settings(debug=DebugSettings(log_token_count=True))
+    tok = SlowTokenizer(s.client_ms_per_1k_chars)
+    client = instrument(
+        OpenAI(api_key="k", base_url=f"{srv.root}/v1"),
+        settings=settings,
+        records=out,
+        tokenizer=tok,
+    )
+    for size in SIZES:
+        context = "".join(f"line {i} of the context\n" for i in range(size * 4 // 22))
+        for i in range(2 + REPEAT):  # as the probe: a cold request, a warm-up, then REPEAT
+            prompt = f"{context}turn {i}: continue.\n"
+            for _ in client.completions.create(
+                model=MODEL, prompt=prompt, max_tokens=4, stream=True
+            ):
+                pass
+            instrumentation(client).flush()  # one call at a time: each its own /metrics delta
+    instrumentation(client).close()
 
 
 def doctor_records(out: Path) -> Diagnosis:
@@ -151,7 +178,10 @@ def run_scenario(s: Scenario, out: Path) -> Row:
     out.mkdir(parents=True, exist_ok=True)
     log = out / "requests.jsonl" if s.costs.dynamic_system else None
     with ScenarioServer(s.costs, request_log=log) as srv:
-        _probe(srv, out, s)
+        if s.client_ms_per_1k_chars:
+            _instrumented(srv, out, s)
+        else:
+            _probe(srv, out, s)
         charged = list(srv.charged)
     found = doctor_records(out)
     raised = tuple(f.id for f in found.findings if f.gates)

@@ -15,12 +15,11 @@ from ttftscope.client.endpoint import Endpoint
 from ttftscope.config.loader import LoadedSettings
 from ttftscope.doctor.diagnose import Inputs, diagnose
 from ttftscope.doctor.gather import Live, read_live, read_recorded, recorded_runs
-from ttftscope.doctor.rules.tokenize import DOCTOR_PROBE
 from ttftscope.doctor.sampling import DEFAULT_SECONDS, Sampling
 from ttftscope.findings import Diagnosis
 from ttftscope.localserver.model import model_dir
 from ttftscope.probe.experiments import ProbeOptions, run_probe
-from ttftscope.records import RecordWriter, RequestRecord
+from ttftscope.records import DOCTOR_PROBE, RecordWriter, RequestRecord
 from ttftscope.report.terminal import print_diagnosis, print_verdict
 from ttftscope.results.runs import Run
 from ttftscope.tokenization.loader import Tokenizer, load_tokenizer

@@ -39,21 +39,15 @@ from ttftscope.results.servers import ServerFigures, server_figures
 from ttftscope.stats import median
 
 __all__ = [
-    "DOCTOR_PROBE",
     "MIN_SAVING_MS",
     "LineFit",
     "client_tokenization_findings",
-    "doctors_own",
     "fit_holds",
     "fit_line",
     "measured_saving_ms",
     "server_tokenization_findings",
-    "tokenization_findings",
 ]
 
-# The note on every request of the live doctor's short probe: the doctor's own work, which
-# findings about the user's client never read.
-DOCTOR_PROBE = "the doctor's own probe (its client tokenization is ttftscope's)"
 # A front end under this many ms at the largest context is not worth a gateway.
 MIN_FRONTEND_MS = 20.0
 MIN_SHARE = 0.3
@@ -372,35 +366,29 @@ def server_tokenization_findings(run: Run) -> list[Finding]:
     return out + _histogram_findings(run)
 
 
-def doctors_own(record: RequestRecord) -> bool:
-    """Whether the live doctor's own probe sent the request (its note says so).
+def _with_client_work(r: RequestRecord) -> RequestRecord:
+    """The record with its client TTFT counting its client tokenization.
 
-    >>> doctors_own(RequestRecord(run_id="r", index=0, variant="chat", phase="warm", ok=True,
-    ...                           notes=[DOCTOR_PROBE]))
-    True
+    The probe tokenizes before it sends, so its client TTFT holds the tokenization already;
+    ``instrument`` times it off the call, beside a TTFT that does not: a client that
+    tokenizes waits for both.
     """
-    return DOCTOR_PROBE in record.notes
+    tok, ttft, wire = r.tokenize_ms, r.client_ttft_ms, r.wire_ttft_ms
+    if tok is None or ttft is None or wire is None or ttft - wire >= tok:
+        return r
+    return r.model_copy(update={"client_ttft_ms": ttft + tok})
 
 
 def client_tokenization_findings(run: Run) -> list[Finding]:
     """Series whose client-side tokenization dominates TTFT and grows with context.
 
-    The live doctor's own probe requests are left out: the tokenization they timed is
-    ttftscope's, not the user's client's.
+    Client tokenization ttftscope did itself (its probe's, the live doctor's) is left out:
+    it is not the user's client's.
     """
-    if any(doctors_own(r) for r in run.records):
-        return []
-    return [
-        f
-        for s in _series(run)
-        if (f := _finding_for(run, s, "tokenize_ms", "client-side tokenization"))
-    ]
-
-
-def tokenization_findings(runs: Sequence[Run]) -> list[Finding]:
-    """Per run: the server-side findings, then client-side tokenization."""
+    where = "client-side tokenization"
     out: list[Finding] = []
-    for run in runs:
-        out += server_tokenization_findings(run)
-        out += client_tokenization_findings(run)
+    for s in _series(run):
+        theirs = [_with_client_work(r) for r in s.records if not r.ttftscopes_own]
+        found = _finding_for(run, _Series(s.name, theirs), "tokenize_ms", where) if theirs else None
+        out += [found] if found is not None else []
     return out
