@@ -1,12 +1,14 @@
 """The doctor's truth table: a bottleneck injected, the doctor's real pipeline, the verdict.
 
 Each scenario starts a :class:`~tests.doctor.scenarioserver.ScenarioServer` with one cost
-injected, runs the real probe against it (its records written as ``ttftscope probe`` writes
-them), reads them back and diagnoses them as ``ttftscope doctor --no-live --records DIR``
-does. The row says what was injected (the server's own accounting: the median of what it
-charged the last warm requests, those at the largest context) and what the doctor named
-first, with its saving. Used by ``tests/doctor/test_truth_table.py`` and
-``benchmarks/doctor_truth_table.py``.
+injected, puts a load on it and records it as ttftscope does (the real probe, written as
+``ttftscope probe`` writes it; a bench run of concurrent sessions, as ``ttftscope bench``;
+or an application recording itself with ``ttftscope.instrument``), reads the records back
+and diagnoses them as ``ttftscope doctor --no-live --records DIR`` does. The row says what
+was injected (the server's own accounting: the median of what it charged the last warm
+requests, those at the largest context; for a bench, the mean over its requests, as the
+server's histograms count them) and what the doctor named first, with its saving. Used by
+``tests/doctor/test_truth_table.py`` and ``benchmarks/doctor_truth_table.py``.
 """
 
 from __future__ import annotations
@@ -17,12 +19,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import tokenizers
 from openai import OpenAI
 
 from tests.doctor.scenarioserver import MODEL, Charged, Costs, ScenarioServer, tokens_of
 from ttftscope import Settings, instrument, instrumentation
+from ttftscope.bench.options import BenchOptions, ContextSizes
+from ttftscope.bench.runner import run_bench
 from ttftscope.client.endpoint import Endpoint
 from ttftscope.config.loader import load_settings
 from ttftscope.config.schema import DebugSettings
@@ -39,6 +44,7 @@ REPEAT = 5  # the median of five warm requests: a stall of the loaded machine in
 # of them does not move it
 TOLERANCE = 0.25  # a saving within 25% of the injected cost
 HEALTHY = "no problem found"
+BENCH_SESSIONS = 4
 
 
 @dataclass(frozen=True)
@@ -52,6 +58,7 @@ class Scenario:
     client_ms_per_1k_chars: float = 0.0  # the client tokenizes first, at this cost
     says: str = ""  # what the named finding's title must say (which part, where one id
     # covers several)
+    load: Literal["probe", "bench", "instrument"] = "probe"  # what runs against the server
 
 
 SCENARIOS: tuple[Scenario, ...] = (
@@ -64,7 +71,13 @@ SCENARIOS: tuple[Scenario, ...] = (
         lambda c: c.frontend_ms,
         says="server-side tokenization",
     ),
-    Scenario("queueing", "queueing", Costs(queue_s=0.3), lambda c: c.queue_ms),
+    Scenario(
+        "queueing (4 on 2)",
+        "queueing",
+        Costs(slots=2, decode_s=0.3),
+        lambda c: c.queue_ms,
+        load="bench",
+    ),
     Scenario(
         "prefill, cache off",
         "prefix-cache-off",
@@ -79,6 +92,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         lambda c: CLIENT_MS_PER_1K_CHARS * c.content_chars / 1000,
         client_ms_per_1k_chars=CLIENT_MS_PER_1K_CHARS,
         says="client-side tokenization",
+        load="instrument",
     ),
     Scenario(
         "time in the prompt",
@@ -160,6 +174,24 @@ def _instrumented(srv: ScenarioServer, out: Path, s: Scenario) -> None:
     instrumentation(client).close()
 
 
+def _bench(srv: ScenarioServer, out: Path) -> None:
+    """Four agent sessions at once, each sending its next turn as soon as its last answer is
+    in (``ttftscope bench --sessions 4 --think-time 0``): on two slots, half of them wait."""
+    ep = Endpoint(
+        base_url=f"{srv.root}/v1", metrics_url=f"{srv.root}/metrics", model=MODEL, max_tokens=4
+    )
+    opts = BenchOptions(
+        sessions=BENCH_SESSIONS,
+        context_tokens=ContextSizes("range", (2000, 4000)),
+        num_prompts=4 * BENCH_SESSIONS,
+        think_time_s=0.0,
+        num_warmups=0,
+        max_tokens=4,
+        sample_interval_s=0.1,
+    )
+    asyncio.run(run_bench(ep, opts, result_dir=out / "bench", count_tokens=tokens_of))
+
+
 def doctor_records(out: Path) -> Diagnosis:
     """What ``ttftscope doctor --no-live --records OUT`` concludes (no settings; the request
     log in OUT read as the doctor reads logs in a records folder)."""
@@ -170,6 +202,8 @@ def doctor_records(out: Path) -> Diagnosis:
 def _injected(s: Scenario, charged: list[Charged]) -> float | None:
     if s.injected is None:
         return None
+    if s.load == "bench":
+        return round(statistics.mean(s.injected(c) for c in charged), 1)
     return round(statistics.median(s.injected(c) for c in charged[-REPEAT:]), 1)
 
 
@@ -178,8 +212,10 @@ def run_scenario(s: Scenario, out: Path) -> Row:
     out.mkdir(parents=True, exist_ok=True)
     log = out / "requests.jsonl" if s.costs.dynamic_system else None
     with ScenarioServer(s.costs, request_log=log) as srv:
-        if s.client_ms_per_1k_chars:
+        if s.load == "instrument":
             _instrumented(srv, out, s)
+        elif s.load == "bench":
+            _bench(srv, out)
         else:
             _probe(srv, out, s)
         charged = list(srv.charged)
