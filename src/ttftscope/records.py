@@ -34,8 +34,9 @@ M = TypeVar("M", bound=BaseModel)
 Phase = Literal["warmup", "cold", "warm"]
 # chat: chat text to /v1/chat/completions; text / ids: the A/B pair on /v1/completions;
 # direct / gateway: chat straight to the server and through the token-id gateway;
-# messages / responses: the Anthropic Messages and OpenAI Responses APIs (bench --api)
-Variant = Literal["chat", "text", "ids", "direct", "gateway", "messages", "responses"]
+# messages / responses: the Anthropic Messages and OpenAI Responses APIs (bench --api);
+# non_ascii: the chat series' text in non-ASCII letters (probe --non-ascii)
+Variant = Literal["chat", "text", "ids", "direct", "gateway", "messages", "responses", "non_ascii"]
 # where a server-side figure of a record came from: vLLM's own span for this request (exact
 # under any concurrency), a /metrics histogram delta around it (exact one request at a
 # time), or nowhere

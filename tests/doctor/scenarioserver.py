@@ -59,6 +59,9 @@ class Costs:
 
     network_s: float = 0.0  # before the server stamps arrival: outside the server
     frontend_s_per_1k: float = 0.0002  # rendering + tokenization, grows with the prompt
+    # a token of non-ASCII text costs the front end this many times an ASCII one (a
+    # byte-level BPE's slow path)
+    non_ascii_factor: float = 1.0
     slots: int = 0  # the engine's slots (--max-num-seqs); 0: one for every request
     decode_s: float = 0.0  # a request holds its slot this long after its first token
     prefill_s_per_1k: float = 0.0005  # per computed (uncached) prompt token
@@ -79,6 +82,8 @@ class Charged:
     queue_ms: float  # measured: the time it waited for a slot
     missed_prefill_ms: float  # prefill that caching would have saved
     content_chars: int  # characters of the request's message contents (or prompt)
+    non_ascii_ms: float = 0.0  # what the front end's slow non-ASCII path added
+    non_ascii_chars: int = 0
 
 
 @dataclass
@@ -188,7 +193,9 @@ class ScenarioServer(ThreadServer):
         await asyncio.sleep(c.network_s)
         t0 = time.perf_counter()
         n = tokens_of(text)
-        await asyncio.sleep(c.frontend_s_per_1k * n / 1000)
+        wide = sum(1 for ch in text if not ch.isascii())
+        slow_ms = c.frontend_s_per_1k * (c.non_ascii_factor - 1) * wide / CHARS_PER_TOKEN
+        await asyncio.sleep((c.frontend_s_per_1k * n + slow_ms) / 1000)
         st.observe("vllm:request_render_duration_seconds", time.perf_counter() - t0)
         st.waiting += 1
         q0 = time.perf_counter()
@@ -213,10 +220,12 @@ class ScenarioServer(ThreadServer):
             Charged(
                 prompt_tokens=n,
                 network_ms=c.network_s * 1000,
-                frontend_ms=c.frontend_s_per_1k * n,
+                frontend_ms=c.frontend_s_per_1k * n + slow_ms,
                 queue_ms=waited * 1000,
                 missed_prefill_ms=c.prefill_s_per_1k * (could - hits),
                 content_chars=chars,
+                non_ascii_ms=slow_ms,
+                non_ascii_chars=wide,
             )
         )
         return n, ttft

@@ -59,6 +59,7 @@ class Scenario:
     says: str = ""  # what the named finding's title must say (which part, where one id
     # covers several)
     load: Literal["probe", "bench", "instrument"] = "probe"  # what runs against the server
+    on_non_ascii: bool = False  # the injected cost is the non-ASCII requests' (else ASCII's)
 
 
 SCENARIOS: tuple[Scenario, ...] = (
@@ -85,6 +86,13 @@ SCENARIOS: tuple[Scenario, ...] = (
         lambda c: c.missed_prefill_ms,
     ),
     Scenario("429s", "rate-limited", Costs(every_429=4)),
+    Scenario(
+        "non-ASCII slow path",
+        "non-ascii-slow-path",
+        Costs(frontend_s_per_1k=0.0015, non_ascii_factor=25.0),
+        lambda c: c.non_ascii_ms,
+        on_non_ascii=True,
+    ),
     Scenario(
         "client tokenization",
         "tokenization-bound",
@@ -143,7 +151,12 @@ class SlowTokenizer(Tokenizer):
 def _probe(srv: ScenarioServer, out: Path, s: Scenario) -> None:
     ep = Endpoint(base_url=f"{srv.root}/v1", metrics_url=f"{srv.root}/metrics", model=MODEL)
     opts = ProbeOptions(
-        context_tokens=SIZES, repeat=REPEAT, num_warmups=1, max_tokens=4, metrics_settle_s=5.0
+        context_tokens=SIZES,
+        repeat=REPEAT,
+        num_warmups=1,
+        max_tokens=4,
+        metrics_settle_s=5.0,
+        non_ascii=True,  # as the live doctor's probe: its chat again in non-ASCII letters
     )
     with RecordWriter(out / "probe-truth.jsonl") as writer:
         asyncio.run(run_probe(ep, opts, writer=writer))
@@ -204,7 +217,8 @@ def _injected(s: Scenario, charged: list[Charged]) -> float | None:
         return None
     if s.load == "bench":
         return round(statistics.mean(s.injected(c) for c in charged), 1)
-    return round(statistics.median(s.injected(c) for c in charged[-REPEAT:]), 1)
+    series = [c for c in charged if (c.non_ascii_chars > c.content_chars / 2) == s.on_non_ascii]
+    return round(statistics.median(s.injected(c) for c in series[-REPEAT:]), 1)
 
 
 def run_scenario(s: Scenario, out: Path) -> Row:

@@ -52,7 +52,8 @@ def _live_probe(
     out: Path,
     budget_s: float,
 ) -> Path:
-    """A short probe (chat; text vs ids too with a tokenizer) whose records the rules read.
+    """A short probe (chat, then text vs ids with a tokenizer, then the chat in non-ASCII
+    letters) whose records the rules read.
 
     Its requests are labelled the doctor's own (:data:`DOCTOR_PROBE`): the tokenization it
     times is ttftscope's, never a finding about the user's client. It says how long it may
@@ -67,9 +68,10 @@ def _live_probe(
         metrics_settle_s=2.0,
         budget_s=budget_s,
         client_tokenize=False,
+        non_ascii=True,
     )
-    what = "chat, text vs ids" if tok is not None else "chat"
-    state.err.print(  # under 80 columns: 78 with three-digit figures
+    what = "chat/" + ("ids/" if tok is not None else "") + "non-ASCII"
+    state.err.print(  # under 80 columns: 79 with three-digit figures
         f"short probe ({what}): {opts.total_requests} requests, {budget_s:g} s at most "
         "(--probe-seconds)…",
         highlight=False,
