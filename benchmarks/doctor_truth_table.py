@@ -1,11 +1,13 @@
 """The doctor's truth table: one injected bottleneck per scenario, what the doctor named.
 
 Each scenario starts the stand-in vLLM of ``tests/doctor/scenarioserver.py`` with one known
-cost (network delay, a front end that grows with the prompt, queueing, prefill with the
-cache off, 429s, a slow client tokenizer, the time first in the system prompt, or none),
-runs the real probe against it and diagnoses the records as
-``ttftscope doctor --no-live --records DIR`` does. Prints one JSON line per scenario, then a
-readable table. ``tests/doctor/test_truth_table.py`` asserts the same rows.
+cost (network delay, a front end that grows with the prompt, four sessions at once on an
+engine of two slots, prefill with the cache off, 429s, an application's slow client
+tokenizer, the time first in the system prompt, or none), puts its load on it (the real
+probe, a bench of concurrent sessions, or an application recorded by ``instrument``) and
+diagnoses the records as ``ttftscope doctor --no-live --records DIR`` does. Prints one JSON
+line per scenario, then a readable table. ``tests/doctor/test_truth_table.py`` asserts the
+same rows.
 
     .venv/bin/python benchmarks/doctor_truth_table.py
 """

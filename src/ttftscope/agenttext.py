@@ -105,6 +105,21 @@ def context_blocks(seed: int = 0) -> Iterator[str]:
         yield block
 
 
+# printable ASCII but the space, to its full-width form (U+FF01..U+FF5E): the same text,
+# character for character, none of it ASCII but the white space
+_FULL_WIDTH = {c: c + 0xFEE0 for c in range(0x21, 0x7F)}
+
+
+def non_ascii(text: str) -> str:
+    """``text`` in full-width letters: the same structure and length, non-ASCII throughout
+    (what a tokenizer's non-ASCII path meets, beside the ASCII original).
+
+    >>> non_ascii("def f(x):\n    return 1")
+    'ｄｅｆ ｆ（ｘ）：\n    ｒｅｔｕｒｎ １'
+    """
+    return text.translate(_FULL_WIDTH)
+
+
 def agent_turn(index: int, *, seed: int = 0, chars: int = 1400) -> str:
     """A fresh turn of about ``chars`` characters; turn ``index`` is always the same text.
 

@@ -34,8 +34,9 @@ M = TypeVar("M", bound=BaseModel)
 Phase = Literal["warmup", "cold", "warm"]
 # chat: chat text to /v1/chat/completions; text / ids: the A/B pair on /v1/completions;
 # direct / gateway: chat straight to the server and through the token-id gateway;
-# messages / responses: the Anthropic Messages and OpenAI Responses APIs (bench --api)
-Variant = Literal["chat", "text", "ids", "direct", "gateway", "messages", "responses"]
+# messages / responses: the Anthropic Messages and OpenAI Responses APIs (bench --api);
+# non_ascii: the chat series' text in non-ASCII letters (probe --non-ascii)
+Variant = Literal["chat", "text", "ids", "direct", "gateway", "messages", "responses", "non_ascii"]
 # where a server-side figure of a record came from: vLLM's own span for this request (exact
 # under any concurrency), a /metrics histogram delta around it (exact one request at a
 # time), or nowhere
@@ -46,6 +47,12 @@ ServerPart = Literal[
 ]
 # who measured a span: our client, our gateway, or the server (vLLM)
 SpanService = Literal["client", "gateway", "server"]
+# The notes on records of ttftscope's own work, which no finding about the user's client
+# reads: a probe's chat variant counts the prompt's tokens with ttftscope's tokenizer before
+# sending; every request of the live doctor's short probe is its own (the user's own
+# client's tokenization is what instrument times).
+PROBE_TOKENIZED = "client tokenization by ttftscope's probe (its tokenizer), not your client's"
+DOCTOR_PROBE = "the doctor's own probe (its client tokenization is ttftscope's)"
 
 
 class SpanTiming(BaseModel):
@@ -143,6 +150,17 @@ class RequestRecord(BaseModel):
     part_sources: dict[ServerPart, PartSource] = Field(default_factory=dict)
     gateway_ms: float | None = None  # the gateway's own work: received to sent upstream
     spans: list[SpanTiming] = Field(default_factory=list)
+
+    @property
+    def ttftscopes_own(self) -> bool:
+        """Whether ttftscope sent this request for its own measurement (its client
+        tokenization is ttftscope's, not the user's client's).
+
+        >>> RequestRecord(run_id="r", index=0, variant="chat", phase="warm", ok=True,
+        ...               notes=[PROBE_TOKENIZED]).ttftscopes_own
+        True
+        """
+        return DOCTOR_PROBE in self.notes or PROBE_TOKENIZED in self.notes
 
     @field_validator("schema_version")
     @classmethod

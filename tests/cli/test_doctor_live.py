@@ -11,8 +11,7 @@ import pytest
 
 from tests.cli.test_doctor import _run
 from tests.doctor.scenarioserver import MODEL, Costs, ScenarioServer
-from ttftscope.doctor.rules.tokenize import DOCTOR_PROBE
-from ttftscope.records import RequestRecord, read_records
+from ttftscope.records import DOCTOR_PROBE, RequestRecord, read_records
 
 
 def _live(
@@ -38,8 +37,8 @@ def test_a_healthy_server_live_is_no_problem_and_the_probe_is_labelled(
     code, out, err, records = _live(Costs(), [], tmp_path, capsys, monkeypatch)
     data = json.loads(out)
     assert code == 0 and [f for f in data["findings"] if f["severity"] != "info"] == []
-    assert "short probe (chat): 10 requests, 60 s at most (--probe-seconds)…" in err
-    assert len(records) == 10
+    assert "short probe (chat/non-ASCII): 20 requests, 60 s at most (--probe-seconds)…" in err
+    assert len(records) == 20 and {r.variant for r in records} == {"chat", "non_ascii"}
     assert all(DOCTOR_PROBE in r.notes and r.tokenize_ms is None for r in records)
 
 
@@ -51,7 +50,7 @@ def test_the_live_probe_keeps_to_its_time_budget(
         Costs(network_s=0.3), ["--probe-seconds", "1"], tmp_path, capsys, monkeypatch
     )
     assert "time budget of 1 s reached: the remaining requests are skipped" in err
-    assert 1 <= len(records) < 10
+    assert 1 <= len(records) < 20
 
 
 def test_the_live_doctor_names_an_injected_network_delay(
@@ -61,3 +60,21 @@ def test_the_live_doctor_names_an_injected_network_delay(
     raised = [f for f in json.loads(out)["findings"] if f["severity"] != "info"]
     assert code == 1 and [f["id"] for f in raised] == ["network-path"]
     assert 225.0 <= raised[0]["saving_ms"] <= 375.0
+
+
+def test_the_live_doctor_names_a_slow_non_ascii_path(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its probe's chat again in non-ASCII letters: a server whose front end is 25× slower
+    per non-ASCII token is named, and nothing else rises above info."""
+    costs = Costs(frontend_s_per_1k=0.0015, non_ascii_factor=25.0)
+    with ScenarioServer(costs) as srv:
+        args = ["--base-url", f"{srv.root}/v1", "--model", MODEL, "--sample-seconds", "0.2"]
+        code, out, _ = _run(
+            [*args, "--result-dir", str(tmp_path / "out"), "--json"], tmp_path, capsys, monkeypatch
+        )
+        charged = [c.non_ascii_ms for c in srv.charged if c.non_ascii_chars]
+    raised = [f for f in json.loads(out)["findings"] if f["severity"] != "info"]
+    assert code == 1 and [f["id"] for f in raised] == ["non-ascii-slow-path"]
+    injected = sorted(charged[-3:])[1]  # the three warm ones at 8,000 tokens: their median
+    assert abs(raised[0]["saving_ms"] - injected) <= 0.25 * injected, (raised[0], injected)

@@ -10,6 +10,12 @@ A request goes through the stages a real server's does, each costing what the
 prefill ≤ TTFT always holds)::
 
     network delay ─► arrival ─► front end (grows with the prompt) ─► queue ─► prefill ─► token
+                                                                    (a slot)            └► decode
+
+The engine has :attr:`Costs.slots` slots (vLLM's ``--max-num-seqs``): a request waits in the
+queue until one is free and holds it through prefill and :attr:`Costs.decode_s` of decoding
+after its first token, so queueing arises from the concurrency of the load alone, and the
+time each request waited for its slot is measured, not injected.
 
 With :attr:`Costs.dynamic_system` the client's framework is part of the stand-in: it puts the
 time first in each chat request's system prompt, and every body as sent goes to a request
@@ -53,7 +59,11 @@ class Costs:
 
     network_s: float = 0.0  # before the server stamps arrival: outside the server
     frontend_s_per_1k: float = 0.0002  # rendering + tokenization, grows with the prompt
-    queue_s: float = 0.0  # in the engine's queue (the waiting gauge counts it)
+    # a token of non-ASCII text costs the front end this many times an ASCII one (a
+    # byte-level BPE's slow path)
+    non_ascii_factor: float = 1.0
+    slots: int = 0  # the engine's slots (--max-num-seqs); 0: one for every request
+    decode_s: float = 0.0  # a request holds its slot this long after its first token
     prefill_s_per_1k: float = 0.0005  # per computed (uncached) prompt token
     prefix_cache: bool = True
     every_429: int = 0  # every n-th request answers 429 (0: never)
@@ -69,9 +79,11 @@ class Charged:
     prompt_tokens: int
     network_ms: float
     frontend_ms: float
-    queue_ms: float
+    queue_ms: float  # measured: the time it waited for a slot
     missed_prefill_ms: float  # prefill that caching would have saved
     content_chars: int  # characters of the request's message contents (or prompt)
+    non_ascii_ms: float = 0.0  # what the front end's slow non-ASCII path added
+    non_ascii_chars: int = 0
 
 
 @dataclass
@@ -150,6 +162,8 @@ class ScenarioServer(ThreadServer):
         self.request_log = request_log
         self.state = _State()
         self.charged: list[Charged] = []
+        # the engine's slots; bound to the server's loop at first use
+        self.engine = asyncio.Semaphore(costs.slots) if costs.slots else None
         super().__init__(_app(self), name="scenario server")
 
     @property
@@ -179,14 +193,18 @@ class ScenarioServer(ThreadServer):
         await asyncio.sleep(c.network_s)
         t0 = time.perf_counter()
         n = tokens_of(text)
-        await asyncio.sleep(c.frontend_s_per_1k * n / 1000)
+        wide = sum(1 for ch in text if not ch.isascii())
+        slow_ms = c.frontend_s_per_1k * (c.non_ascii_factor - 1) * wide / CHARS_PER_TOKEN
+        await asyncio.sleep((c.frontend_s_per_1k * n + slow_ms) / 1000)
         st.observe("vllm:request_render_duration_seconds", time.perf_counter() - t0)
         st.waiting += 1
         q0 = time.perf_counter()
-        await asyncio.sleep(c.queue_s)
+        if self.engine is not None:
+            await self.engine.acquire()
+        waited = time.perf_counter() - q0
         st.waiting -= 1
         st.running += 1
-        st.observe("vllm:request_queue_time_seconds", time.perf_counter() - q0)
+        st.observe("vllm:request_queue_time_seconds", waited)
         blocks = _blocks(text)
         could = _hits(st.shadow, _blocks(stable))
         hits = _hits(st.cache, blocks) if c.prefix_cache else 0
@@ -202,18 +220,24 @@ class ScenarioServer(ThreadServer):
             Charged(
                 prompt_tokens=n,
                 network_ms=c.network_s * 1000,
-                frontend_ms=c.frontend_s_per_1k * n,
-                queue_ms=c.queue_s * 1000,
+                frontend_ms=c.frontend_s_per_1k * n + slow_ms,
+                queue_ms=waited * 1000,
                 missed_prefill_ms=c.prefill_s_per_1k * (could - hits),
                 content_chars=chars,
+                non_ascii_ms=slow_ms,
+                non_ascii_chars=wide,
             )
         )
         return n, ttft
 
-    def finish(self, ttft: float) -> None:
+    async def finish(self, ttft: float) -> None:
+        """Decode (holding the slot), then free the slot and record the request."""
+        await asyncio.sleep(self.costs.decode_s)
+        if self.engine is not None:
+            self.engine.release()
         st = self.state
         st.running -= 1
-        st.observe("vllm:e2e_request_latency_seconds", ttft)
+        st.observe("vllm:e2e_request_latency_seconds", ttft + self.costs.decode_s)
         st.add("vllm:request_success", 1)
 
     def exposition(self) -> str:
@@ -265,7 +289,7 @@ async def _stream(
         yield _event(kind, None)
     n, ttft = await srv.serve_one(_prompt(payload), _content_chars(payload), _prompt(sent))
     yield _event(kind, "Understood.")
-    srv.finish(ttft)  # recorded before the last event: a scrape after [DONE] sees it
+    await srv.finish(ttft)  # recorded before the last event: a scrape after [DONE] sees it
     yield _event(kind, "", done=True)
     usage = {"prompt_tokens": n, "completion_tokens": 2, "total_tokens": n + 2}
     yield b"data: " + json.dumps({"choices": [], "usage": usage}).encode() + b"\n\n"

@@ -1,12 +1,14 @@
 """The doctor's truth table: a bottleneck injected, the doctor's real pipeline, the verdict.
 
 Each scenario starts a :class:`~tests.doctor.scenarioserver.ScenarioServer` with one cost
-injected, runs the real probe against it (its records written as ``ttftscope probe`` writes
-them), reads them back and diagnoses them as ``ttftscope doctor --no-live --records DIR``
-does. The row says what was injected (the server's own accounting: the median of what it
-charged the last warm requests, those at the largest context) and what the doctor named
-first, with its saving. Used by ``tests/doctor/test_truth_table.py`` and
-``benchmarks/doctor_truth_table.py``.
+injected, puts a load on it and records it as ttftscope does (the real probe, written as
+``ttftscope probe`` writes it; a bench run of concurrent sessions, as ``ttftscope bench``;
+or an application recording itself with ``ttftscope.instrument``), reads the records back
+and diagnoses them as ``ttftscope doctor --no-live --records DIR`` does. The row says what
+was injected (the server's own accounting: the median of what it charged the last warm
+requests, those at the largest context; for a bench, the mean over its requests, as the
+server's histograms count them) and what the doctor named first, with its saving. Used by
+``tests/doctor/test_truth_table.py`` and ``benchmarks/doctor_truth_table.py``.
 """
 
 from __future__ import annotations
@@ -17,12 +19,18 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import tokenizers
+from openai import OpenAI
 
 from tests.doctor.scenarioserver import MODEL, Charged, Costs, ScenarioServer, tokens_of
+from ttftscope import Settings, instrument, instrumentation
+from ttftscope.bench.options import BenchOptions, ContextSizes
+from ttftscope.bench.runner import run_bench
 from ttftscope.client.endpoint import Endpoint
 from ttftscope.config.loader import load_settings
+from ttftscope.config.schema import DebugSettings
 from ttftscope.doctor.diagnose import Inputs, diagnose
 from ttftscope.doctor.gather import read_recorded
 from ttftscope.findings import Diagnosis, FindingId
@@ -36,6 +44,7 @@ REPEAT = 5  # the median of five warm requests: a stall of the loaded machine in
 # of them does not move it
 TOLERANCE = 0.25  # a saving within 25% of the injected cost
 HEALTHY = "no problem found"
+BENCH_SESSIONS = 4
 
 
 @dataclass(frozen=True)
@@ -49,6 +58,8 @@ class Scenario:
     client_ms_per_1k_chars: float = 0.0  # the client tokenizes first, at this cost
     says: str = ""  # what the named finding's title must say (which part, where one id
     # covers several)
+    load: Literal["probe", "bench", "instrument"] = "probe"  # what runs against the server
+    on_non_ascii: bool = False  # the injected cost is the non-ASCII requests' (else ASCII's)
 
 
 SCENARIOS: tuple[Scenario, ...] = (
@@ -61,7 +72,13 @@ SCENARIOS: tuple[Scenario, ...] = (
         lambda c: c.frontend_ms,
         says="server-side tokenization",
     ),
-    Scenario("queueing", "queueing", Costs(queue_s=0.3), lambda c: c.queue_ms),
+    Scenario(
+        "queueing (4 on 2)",
+        "queueing",
+        Costs(slots=2, decode_s=0.3),
+        lambda c: c.queue_ms,
+        load="bench",
+    ),
     Scenario(
         "prefill, cache off",
         "prefix-cache-off",
@@ -70,12 +87,20 @@ SCENARIOS: tuple[Scenario, ...] = (
     ),
     Scenario("429s", "rate-limited", Costs(every_429=4)),
     Scenario(
+        "non-ASCII slow path",
+        "non-ascii-slow-path",
+        Costs(frontend_s_per_1k=0.0015, non_ascii_factor=25.0),
+        lambda c: c.non_ascii_ms,
+        on_non_ascii=True,
+    ),
+    Scenario(
         "client tokenization",
         "tokenization-bound",
         Costs(),
         lambda c: CLIENT_MS_PER_1K_CHARS * c.content_chars / 1000,
         client_ms_per_1k_chars=CLIENT_MS_PER_1K_CHARS,
         says="client-side tokenization",
+        load="instrument",
     ),
     Scenario(
         "time in the prompt",
@@ -126,11 +151,58 @@ class SlowTokenizer(Tokenizer):
 def _probe(srv: ScenarioServer, out: Path, s: Scenario) -> None:
     ep = Endpoint(base_url=f"{srv.root}/v1", metrics_url=f"{srv.root}/metrics", model=MODEL)
     opts = ProbeOptions(
-        context_tokens=SIZES, repeat=REPEAT, num_warmups=1, max_tokens=4, metrics_settle_s=5.0
+        context_tokens=SIZES,
+        repeat=REPEAT,
+        num_warmups=1,
+        max_tokens=4,
+        metrics_settle_s=5.0,
+        non_ascii=True,  # as the live doctor's probe: its chat again in non-ASCII letters
     )
-    tok = SlowTokenizer(s.client_ms_per_1k_chars) if s.client_ms_per_1k_chars else None
     with RecordWriter(out / "probe-truth.jsonl") as writer:
-        asyncio.run(run_probe(ep, opts, writer=writer, local_tokenizer=tok))
+        asyncio.run(run_probe(ep, opts, writer=writer))
+
+
+def _instrumented(srv: ScenarioServer, out: Path, s: Scenario) -> None:
+    """The user's own application: it tokenizes each prompt with its (slow) tokenizer and
+    sends it with the ``openai`` SDK, recorded by ``ttftscope.instrument`` as an application
+    records itself (``instrument.jsonl``): the probe's own tokenization is ttftscope's, never
+    the user's client's. A conversation per size, growing a turn a request, one at a time."""
+    settings = Settings(debug=DebugSettings(log_token_count=True))
+    tok = SlowTokenizer(s.client_ms_per_1k_chars)
+    client = instrument(
+        OpenAI(api_key="k", base_url=f"{srv.root}/v1"),
+        settings=settings,
+        records=out,
+        tokenizer=tok,
+    )
+    for size in SIZES:
+        context = "".join(f"line {i} of the context\n" for i in range(size * 4 // 22))
+        for i in range(2 + REPEAT):  # as the probe: a cold request, a warm-up, then REPEAT
+            prompt = f"{context}turn {i}: continue.\n"
+            for _ in client.completions.create(
+                model=MODEL, prompt=prompt, max_tokens=4, stream=True
+            ):
+                pass
+            instrumentation(client).flush()  # one call at a time: each its own /metrics delta
+    instrumentation(client).close()
+
+
+def _bench(srv: ScenarioServer, out: Path) -> None:
+    """Four agent sessions at once, each sending its next turn as soon as its last answer is
+    in (``ttftscope bench --sessions 4 --think-time 0``): on two slots, half of them wait."""
+    ep = Endpoint(
+        base_url=f"{srv.root}/v1", metrics_url=f"{srv.root}/metrics", model=MODEL, max_tokens=4
+    )
+    opts = BenchOptions(
+        sessions=BENCH_SESSIONS,
+        context_tokens=ContextSizes("range", (2000, 4000)),
+        num_prompts=4 * BENCH_SESSIONS,
+        think_time_s=0.0,
+        num_warmups=0,
+        max_tokens=4,
+        sample_interval_s=0.1,
+    )
+    asyncio.run(run_bench(ep, opts, result_dir=out / "bench", count_tokens=tokens_of))
 
 
 def doctor_records(out: Path) -> Diagnosis:
@@ -143,7 +215,10 @@ def doctor_records(out: Path) -> Diagnosis:
 def _injected(s: Scenario, charged: list[Charged]) -> float | None:
     if s.injected is None:
         return None
-    return round(statistics.median(s.injected(c) for c in charged[-REPEAT:]), 1)
+    if s.load == "bench":
+        return round(statistics.mean(s.injected(c) for c in charged), 1)
+    series = [c for c in charged if (c.non_ascii_chars > c.content_chars / 2) == s.on_non_ascii]
+    return round(statistics.median(s.injected(c) for c in series[-REPEAT:]), 1)
 
 
 def run_scenario(s: Scenario, out: Path) -> Row:
@@ -151,7 +226,12 @@ def run_scenario(s: Scenario, out: Path) -> Row:
     out.mkdir(parents=True, exist_ok=True)
     log = out / "requests.jsonl" if s.costs.dynamic_system else None
     with ScenarioServer(s.costs, request_log=log) as srv:
-        _probe(srv, out, s)
+        if s.load == "instrument":
+            _instrumented(srv, out, s)
+        elif s.load == "bench":
+            _bench(srv, out)
+        else:
+            _probe(srv, out, s)
         charged = list(srv.charged)
     found = doctor_records(out)
     raised = tuple(f.id for f in found.findings if f.gates)

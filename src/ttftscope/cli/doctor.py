@@ -15,12 +15,11 @@ from ttftscope.client.endpoint import Endpoint
 from ttftscope.config.loader import LoadedSettings
 from ttftscope.doctor.diagnose import Inputs, diagnose
 from ttftscope.doctor.gather import Live, read_live, read_recorded, recorded_runs
-from ttftscope.doctor.rules.tokenize import DOCTOR_PROBE
 from ttftscope.doctor.sampling import DEFAULT_SECONDS, Sampling
 from ttftscope.findings import Diagnosis
 from ttftscope.localserver.model import model_dir
 from ttftscope.probe.experiments import ProbeOptions, run_probe
-from ttftscope.records import RecordWriter, RequestRecord
+from ttftscope.records import DOCTOR_PROBE, RecordWriter, RequestRecord
 from ttftscope.report.terminal import print_diagnosis, print_verdict
 from ttftscope.results.runs import Run
 from ttftscope.tokenization.loader import Tokenizer, load_tokenizer
@@ -53,7 +52,8 @@ def _live_probe(
     out: Path,
     budget_s: float,
 ) -> Path:
-    """A short probe (chat; text vs ids too with a tokenizer) whose records the rules read.
+    """A short probe (chat, then text vs ids with a tokenizer, then the chat in non-ASCII
+    letters) whose records the rules read.
 
     Its requests are labelled the doctor's own (:data:`DOCTOR_PROBE`): the tokenization it
     times is ttftscope's, never a finding about the user's client. It says how long it may
@@ -68,9 +68,10 @@ def _live_probe(
         metrics_settle_s=2.0,
         budget_s=budget_s,
         client_tokenize=False,
+        non_ascii=True,
     )
-    what = "chat, text vs ids" if tok is not None else "chat"
-    state.err.print(  # under 80 columns: 78 with three-digit figures
+    what = "chat/" + ("ids/" if tok is not None else "") + "non-ASCII"
+    state.err.print(  # under 80 columns: 79 with three-digit figures
         f"short probe ({what}): {opts.total_requests} requests, {budget_s:g} s at most "
         "(--probe-seconds)…",
         highlight=False,

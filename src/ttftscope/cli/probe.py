@@ -56,6 +56,7 @@ class ProbeArgs:
     as_json: bool
     wide: bool
     gateway_url: str | None = None
+    non_ascii: bool = False
 
 
 def parse_numbers(text: str, what: str, cast: Callable[[str], N]) -> list[N]:
@@ -240,6 +241,7 @@ def run_probe_command(state: CliState, args: ProbeArgs) -> dict[str, Any]:
         seed=args.seed,
         salt=f"{args.seed}-{time.time_ns() % 10**9}",
         gateway_url=args.gateway_url,
+        non_ascii=args.non_ascii,
     )
     percentiles = parse_numbers(args.metric_percentiles, "--metric-percentiles", float)
     if any(q > 100 for q in percentiles):
@@ -257,6 +259,11 @@ def run_probe_command(state: CliState, args: ProbeArgs) -> dict[str, Any]:
     "--gateway-url",
     help="Also chat through this token-id gateway, alternating with direct chat",
 )
+@click.option(
+    "--non-ascii",
+    is_flag=True,
+    help="Also send the chat text in non-ASCII letters: the server's non-ASCII tokenization",
+)
 @click.pass_context
 def probe(
     ctx: click.Context,
@@ -271,6 +278,7 @@ def probe(
     as_json: bool,
     wide: bool,
     gateway_url: str | None,
+    non_ascii: bool,
 ) -> None:
     """Time requests one at a time and split each TTFT into its parts."""
     args = ProbeArgs(
@@ -285,5 +293,6 @@ def probe(
         as_json=as_json,
         wide=wide,
         gateway_url=gateway_url,
+        non_ascii=non_ascii,
     )
     run_probe_command(cli_state(ctx), args)

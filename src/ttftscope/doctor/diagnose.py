@@ -24,6 +24,7 @@ from ttftscope.config.loader import LoadedSettings
 from ttftscope.doctor.gather import Live, Recorded
 from ttftscope.doctor.rules.config import ConfigContext, config_findings
 from ttftscope.doctor.rules.livequeue import MIN_SAMPLES, STAYS_SHARE, live_queue_findings
+from ttftscope.doctor.rules.nonascii import slow_path_findings
 from ttftscope.doctor.rules.path import network_findings
 from ttftscope.doctor.rules.prefill import cache_findings, prefill_findings
 from ttftscope.doctor.rules.server import (
@@ -126,7 +127,7 @@ def diagnose_runs(
     limit = server.max_num_seqs if server is not None else None
     for run in runs:
         queued, front = _without_contradiction(run, notes, limit)
-        findings += [*front, *client_tokenization_findings(run), *queued]
+        findings += [*front, *client_tokenization_findings(run), *slow_path_findings(run), *queued]
         notes += _run_notes(run)
     findings += [
         *rate_limit_findings(runs),

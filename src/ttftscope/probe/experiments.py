@@ -6,6 +6,9 @@ to exactly that request. Each context size gets its own deterministic synthetic 
 ~1.4K-character turn to the same conversation, so the prefix cache is warm exactly as it is
 for a coding agent. ``ab="ids"`` sends the same prompts as text and as token ids to
 ``/v1/completions``, alternating: the TTFT difference is what server-side tokenization costs.
+``non_ascii`` also sends the chat series' text in non-ASCII letters (the same context and
+turns, character for character, full-width): the k-th request of each at one size is a pair
+whose front ends tell what the server's non-ASCII tokenization path costs.
 How one request is sent and measured is ``probe.send``.
 """
 
@@ -19,7 +22,7 @@ from typing import Any, Literal
 
 import httpx
 
-from ttftscope.agenttext import agent_turn, build_context_async
+from ttftscope.agenttext import agent_turn, build_context_async, non_ascii
 from ttftscope.client.endpoint import Endpoint
 from ttftscope.probe.limits import check_sizes
 from ttftscope.probe.send import ProbeRequest, RequestSender
@@ -61,6 +64,7 @@ class ProbeOptions:
     # time client-side tokenization with the local tokenizer before each chat request (the
     # doctor's own probe does not: that work would be ttftscope's, not the user's client's)
     client_tokenize: bool = True
+    non_ascii: bool = False  # also the chat series in non-ASCII letters (variant non_ascii)
 
     @property
     def total_requests(self) -> int:
@@ -70,7 +74,7 @@ class ProbeOptions:
         30
         """
         per_series = 1 + self.num_warmups + self.repeat
-        series = 1 + 2 * (self.ab == "ids") + 2 * (self.gateway_url is not None)
+        series = 1 + self.non_ascii + 2 * (self.ab == "ids") + 2 * (self.gateway_url is not None)
         return len(self.context_tokens) * per_series * series
 
 
@@ -129,15 +133,17 @@ class Prober:
             return len(self.tok.encode(text))
         return len(await self.ep.tokenize(self.client, text))
 
-    async def _context(self, size: int) -> str:
+    async def _context(self, size: int, wide: bool = False) -> str:
+        """The size's context; ``wide``: in non-ASCII letters, counted as sent."""
         if size <= 0:
             return ""
         header = f"# session {self.opts.salt}\n"  # salted: the first request is really cold
+        form = non_ascii if wide else str
 
         async def count(text: str) -> int:
-            return await self.count_tokens(header + text)
+            return await self.count_tokens(form(header + text))
 
-        return header + await build_context_async(size, self.opts.seed + size, count)
+        return form(header + await build_context_async(size, self.opts.seed + size, count))
 
     def over_budget(self) -> bool:
         """Whether the time budget is spent (then no new request is sent; said once)."""
@@ -169,21 +175,26 @@ class Prober:
             return "cold"
         return "warmup" if i <= self.opts.num_warmups else "warm"
 
-    async def chat_series(self, size: int) -> None:
-        """Cold request, warmups, then ``repeat`` warm requests, each adding a fresh turn."""
+    async def chat_series(self, size: int, wide: bool = False) -> None:
+        """Cold request, warmups, then ``repeat`` warm requests, each adding a fresh turn;
+        ``wide``: the same text in non-ASCII letters (variant ``non_ascii``)."""
         if size > 0:
             self._stage(f"building the {size:,}-token context")
-        ctx = await self._context(size)
-        self._stage(f"context {size:,} tokens: chat requests")
+        ctx = await self._context(size, wide)
+        form = non_ascii if wide else str
+        self._stage(f"context {size:,} tokens: {'non-ASCII ' * wide}chat requests")
         history: list[dict[str, str]] = []
         total = 1 + self.opts.num_warmups + self.opts.repeat
         for i in range(total):
             if self.over_budget():
                 return
             phase = self._phase(i)
-            turn = agent_turn(i, seed=self.opts.seed, chars=self.opts.turn_chars)
+            turn = form(agent_turn(i, seed=self.opts.seed, chars=self.opts.turn_chars))
             messages = _messages(ctx, history, turn)
-            await self.sender.send(self._chat_request(messages), phase, size)
+            req = self._chat_request(messages)
+            if wide:  # the pair's front ends compare the server's paths, not the client's
+                req = ProbeRequest("non_ascii", req.path, req.body)
+            await self.sender.send(req, phase, size)
             history += [
                 {"role": "user", "content": turn},
                 {"role": "assistant", "content": _ASSISTANT_REPLY},
@@ -268,6 +279,8 @@ class Prober:
                 await self.ab_series(size)
             if self.opts.gateway_url is not None:
                 await self.gateway_series(size, self.opts.gateway_url)
+            if self.opts.non_ascii:
+                await self.chat_series(size, wide=True)
         return self.run
 
 

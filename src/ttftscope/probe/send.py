@@ -29,7 +29,7 @@ from ttftscope.errors import UNREACHABLE_KINDS, FailureKind, MetricsError, Model
 from ttftscope.metrics.engines import ServerBreakdown, breakdown, queue_depth
 from ttftscope.metrics.prom import MetricsSnapshot, delta
 from ttftscope.metrics.scrape import ascrape
-from ttftscope.records import Phase, RequestRecord, Variant
+from ttftscope.records import PROBE_TOKENIZED, Phase, RequestRecord, Variant
 from ttftscope.tracing.context import TraceContext, request_id_in, with_trace
 from ttftscope.tracing.join import await_spans
 from ttftscope.tracing.store import SpanStore
@@ -104,6 +104,8 @@ class RequestSender:
         )
         who = RequestIdentity(self.run_id, self.index, req.variant, phase, context_tokens)
         rec = client_record(result, who, tokenize_ms=tokenize_ms, client_tokens=client_tokens)
+        if tokenize_ms is not None:
+            rec.notes.append(PROBE_TOKENIZED)
         rec.trace_id = None if trace is None else trace.trace_id
         rec.request_id = request_id_in(headers)
         span_ctx = trace if ours else None  # a traceparent the user set names their span

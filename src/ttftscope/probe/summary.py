@@ -66,7 +66,7 @@ def groups(
     records: Sequence[RequestRecord], percentiles: Sequence[float] = (50, 90)
 ) -> list[dict[str, Any]]:
     """One row per (context size, variant): the cold request, then warm statistics."""
-    order = {"chat": 0, "text": 1, "ids": 2, "direct": 3, "gateway": 4}
+    order = {"chat": 0, "non_ascii": 1, "text": 2, "ids": 3, "direct": 4, "gateway": 5}
     keys = sorted(
         {(r.context_tokens_target, r.variant) for r in records},
         key=lambda k: (k[0], order.get(k[1], 9), k[1]),

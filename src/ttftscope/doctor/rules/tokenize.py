@@ -7,7 +7,9 @@ run measured the same prompts as text and as ids (``probe --ab ids``) or direct 
 the gateway, the difference is the saving, measured rather than estimated. The server front
 end is a finding when it is a large share of TTFT, or when that measured saving is material
 in ms: on a slow or loaded machine prefill stretches TTFT and the share shrinks, while the
-milliseconds ids save stay.
+milliseconds ids save stay. Where the records carry the server's own render time
+(``server_render_ms``, vLLM 0.34+) that measured figure is the part and the saving; without
+it the front end's remainder stands in for it, and the finding says it is an estimate.
 
 A series already sent through ttftscope's gateway whose front end still dominates points at
 the gateway (ids not sent, or passed through as text). A bench run has no per-request server
@@ -37,21 +39,15 @@ from ttftscope.results.servers import ServerFigures, server_figures
 from ttftscope.stats import median
 
 __all__ = [
-    "DOCTOR_PROBE",
     "MIN_SAVING_MS",
     "LineFit",
     "client_tokenization_findings",
-    "doctors_own",
     "fit_holds",
     "fit_line",
     "measured_saving_ms",
     "server_tokenization_findings",
-    "tokenization_findings",
 ]
 
-# The note on every request of the live doctor's short probe: the doctor's own work, which
-# findings about the user's client never read.
-DOCTOR_PROBE = "the doctor's own probe (its client tokenization is ttftscope's)"
 # A front end under this many ms at the largest context is not worth a gateway.
 MIN_FRONTEND_MS = 20.0
 MIN_SHARE = 0.3
@@ -197,14 +193,34 @@ def _facts(
     return facts
 
 
+@dataclass(frozen=True)
+class _Part:
+    """Which field holds the tokenization time, and whether the server measured it."""
+
+    field: str
+    value: float | None
+    measured: bool  # the server's own render time, not the front end's remainder
+
+
+def _part(top: Sequence[RequestRecord], part: str) -> _Part:
+    """The server's measured render time where its records have it (vLLM 0.34+), else the
+    front end's remainder; the client's own tokenization as timed."""
+    if part == "server_frontend_ms":
+        rendered = [r.server_render_ms for r in top if r.server_render_ms is not None]
+        if rendered:
+            return _Part("server_render_ms", median(rendered), measured=True)
+    return _Part(part, median(getattr(r, part) for r in top), measured=part == "tokenize_ms")
+
+
 def _finding_for(run: Run, s: _Series, part: str, where: str) -> Finding | None:
     top = _largest(s.records)
-    value = median(getattr(r, part) for r in top)
+    found = _part(top, part)
+    value, part = found.value, found.field
     ttft = median(r.client_ttft_ms for r in top)
     tokens = median(_tokens(r) for r in top) or 0.0
     if value is None or not ttft or value < MIN_FRONTEND_MS:
         return None
-    server = part == "server_frontend_ms"
+    server = part != "tokenize_ms"
     gateway = server and _via_gateway(s.name)
     # text vs ids measures what ids remove from the server's front end, not the client's own
     # tokenization: stated for the client part it gave both findings the same saving
@@ -215,6 +231,8 @@ def _finding_for(run: Run, s: _Series, part: str, where: str) -> Finding | None:
     if value / ttft < MIN_SHARE and (m is None or m.ab.median_ms < MIN_SAVING_MS):
         return None
     facts = _facts(s, part, where, value, ttft, tokens) + ([m.fact] if m is not None else [])
+    if server:
+        facts.append(_RENDER_MEASURED if found.measured else _RENDER_ESTIMATED)
     fit = _fit(s.records, part)
     grows = " and grows with context" if fit and fit_holds(fit, value, tokens) else ""
     return Finding(
@@ -227,6 +245,17 @@ def _finding_for(run: Run, s: _Series, part: str, where: str) -> Finding | None:
         saving_ms=round(m.ab.median_ms if m is not None else value, 1),
         part_ms=value,
     )
+
+
+_RENDER_MEASURED = (
+    "rendering + tokenization as the server measured it (vllm:request_render_duration_seconds"
+    ", vLLM 0.34+): the saving is measured, not estimated"
+)
+_RENDER_ESTIMATED = (
+    "the saving is estimated: the server does not export its render time (vLLM 0.34+ does), "
+    "so its front end (server TTFT − queue − prefill, IPC included) stands for rendering + "
+    "tokenization"
+)
 
 
 def _remedy(part: str) -> str:
@@ -337,35 +366,29 @@ def server_tokenization_findings(run: Run) -> list[Finding]:
     return out + _histogram_findings(run)
 
 
-def doctors_own(record: RequestRecord) -> bool:
-    """Whether the live doctor's own probe sent the request (its note says so).
+def _with_client_work(r: RequestRecord) -> RequestRecord:
+    """The record with its client TTFT counting its client tokenization.
 
-    >>> doctors_own(RequestRecord(run_id="r", index=0, variant="chat", phase="warm", ok=True,
-    ...                           notes=[DOCTOR_PROBE]))
-    True
+    The probe tokenizes before it sends, so its client TTFT holds the tokenization already;
+    ``instrument`` times it off the call, beside a TTFT that does not: a client that
+    tokenizes waits for both.
     """
-    return DOCTOR_PROBE in record.notes
+    tok, ttft, wire = r.tokenize_ms, r.client_ttft_ms, r.wire_ttft_ms
+    if tok is None or ttft is None or wire is None or ttft - wire >= tok:
+        return r
+    return r.model_copy(update={"client_ttft_ms": ttft + tok})
 
 
 def client_tokenization_findings(run: Run) -> list[Finding]:
     """Series whose client-side tokenization dominates TTFT and grows with context.
 
-    The live doctor's own probe requests are left out: the tokenization they timed is
-    ttftscope's, not the user's client's.
+    Client tokenization ttftscope did itself (its probe's, the live doctor's) is left out:
+    it is not the user's client's.
     """
-    if any(doctors_own(r) for r in run.records):
-        return []
-    return [
-        f
-        for s in _series(run)
-        if (f := _finding_for(run, s, "tokenize_ms", "client-side tokenization"))
-    ]
-
-
-def tokenization_findings(runs: Sequence[Run]) -> list[Finding]:
-    """Per run: the server-side findings, then client-side tokenization."""
+    where = "client-side tokenization"
     out: list[Finding] = []
-    for run in runs:
-        out += server_tokenization_findings(run)
-        out += client_tokenization_findings(run)
+    for s in _series(run):
+        theirs = [_with_client_work(r) for r in s.records if not r.ttftscopes_own]
+        found = _finding_for(run, _Series(s.name, theirs), "tokenize_ms", where) if theirs else None
+        out += [found] if found is not None else []
     return out
