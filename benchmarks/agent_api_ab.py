@@ -46,10 +46,10 @@ from gateway_ab import gateway_process, ratio_ci
 
 from ttftscope.agenttext import build_context
 from ttftscope.bench.plan.traces import SYSTEM_PROMPT_TOKENS, TRACE_APPENDS
-from ttftscope.gateway.forward import token_event
-from ttftscope.gateway.vllm_chat import prepare_chat
-from ttftscope.gateway.vllm_messages import messages_to_chat
-from ttftscope.gateway.vllm_responses import prepare_responses
+from ttftscope.gateway.apis.messages.vllm_messages import messages_to_chat
+from ttftscope.gateway.apis.responses.vllm_responses import prepare_responses
+from ttftscope.gateway.pipeline.forward import token_event
+from ttftscope.gateway.pipeline.vllm_chat import prepare_chat
 from ttftscope.localserver.model import model_dir
 from ttftscope.localserver.process import running_server
 from ttftscope.tokenization.chat import ChatRenderer

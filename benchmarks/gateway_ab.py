@@ -51,7 +51,7 @@ import httpx
 
 from ttftscope.agenttext import agent_turn, build_context
 from ttftscope.client.stream import CompletionPath, stream_completion
-from ttftscope.gateway.vllm_chat import prepare_chat
+from ttftscope.gateway.pipeline.vllm_chat import prepare_chat
 from ttftscope.localserver.model import model_dir
 from ttftscope.localserver.process import running_server
 from ttftscope.tokenization.chat import ChatRenderer

@@ -1,6 +1,6 @@
 """What deriving a request's shape classes costs on the request path (``gateway.shapes``).
 
-Times :func:`~ttftscope.gateway.shapes.shape_classes` on agent-like bodies of each API: a
+Times :func:`~ttftscope.gateway.pipeline.shapes.shape_classes` on agent-like bodies of each API: a
 short turn, and a long session (N messages of ~1.4K characters with tool calls, tool results
 and a non-ASCII character near the end, so the non-ASCII scan reads every string), beside
 ``orjson.loads`` of the same body (what every request already pays) for scale. Prints
@@ -21,7 +21,7 @@ from typing import Any
 import orjson
 
 from ttftscope.agenttext import agent_turn
-from ttftscope.gateway.shapes import NativeApi, shape_classes
+from ttftscope.gateway.pipeline.shapes import NativeApi, shape_classes
 
 
 def _chat(n: int) -> dict[str, Any]:

@@ -89,7 +89,7 @@ class Conversation:
 def build(args: argparse.Namespace, folder: Path) -> list[Conversation]:
     """Every conversation's request bodies, and the id hashes a full encode gives."""
     from ttftscope.agenttext import agent_turn
-    from ttftscope.gateway.vllm_chat import prepare_chat
+    from ttftscope.gateway.pipeline.vllm_chat import prepare_chat
     from ttftscope.tokenization.chat import ChatRenderer
     from ttftscope.tokenization.loader import load_tokenizer
 

@@ -45,7 +45,7 @@ from gateway_hop import _free_port, cpu_s, gateway
 from tracing_stages import print_stages, stage_cpu_us
 from trivial_upstream import started
 
-from ttftscope.gateway.hoptrace import begin, traced
+from ttftscope.gateway.transport.hoptrace import begin, traced
 from ttftscope.localserver.model import model_dir
 from ttftscope.tracing.context import new_context
 

@@ -29,7 +29,7 @@ from typing import Any
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
-from ttftscope.gateway.hoptrace import HopTrace, begin
+from ttftscope.gateway.transport.hoptrace import HopTrace, begin
 from ttftscope.tracing.context import new_context
 from ttftscope.tracing.names import ENCODED_TOKENS, GATEWAY_SERVICE, REUSED_TOKENS
 from ttftscope.tracing.otlp import _readable, _Resource

@@ -108,32 +108,32 @@ BREAKS: tuple[Break, ...] = (
     # the gateway's session cache
     Break(
         "sessions-evicts-busy",
-        "gateway/sessions.py",
+        "gateway/pipeline/sessions.py",
         "for i, e in self._entries.items() if not e.busy)",
         "for i, e in self._entries.items())",
-        ("tests/gateway/test_sessions_eviction.py",),
+        ("tests/gateway/pipeline/test_sessions_eviction.py",),
     ),
     Break(
         "sessions-not-lru",
-        "gateway/sessions.py",
+        "gateway/pipeline/sessions.py",
         "        self._entries.move_to_end(entry_id)\n",
         "",
-        ("tests/gateway/test_sessions_eviction.py",),
+        ("tests/gateway/pipeline/test_sessions_eviction.py",),
     ),
     # vLLM version profiles
     Break(
         "profiles-since-exclusive",
-        "gateway/profiles.py",
+        "gateway/pipeline/profiles.py",
         "return self.release >= r.since and rule not in self.off",
         "return self.release > r.since and rule not in self.off",
-        ("tests/gateway/test_profiles.py",),
+        ("tests/gateway/pipeline/test_profiles.py",),
     ),
     Break(
         "profiles-off-ignored",
-        "gateway/profiles.py",
+        "gateway/pipeline/profiles.py",
         "return self.release >= r.since and rule not in self.off",
         "return self.release >= r.since",
-        ("tests/gateway/test_profiles.py",),
+        ("tests/gateway/pipeline/test_profiles.py",),
     ),
 )
 

@@ -36,7 +36,7 @@ from ttftscope.bench.send.request import encode_stream_body
 from ttftscope.bench.send.transport import StreamClient
 from ttftscope.client.stream import StreamResult, stream_completion
 from ttftscope.errors import MetricsError, TransportFailure
-from ttftscope.gateway.hop import HopError, HopTimeouts, UpstreamPool
+from ttftscope.gateway.transport.hop import HopError, HopTimeouts, UpstreamPool
 from ttftscope.metrics.prom import MetricsSnapshot
 from ttftscope.metrics.scrape import ascrape
 

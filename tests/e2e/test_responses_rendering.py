@@ -29,8 +29,8 @@ from typing import Any
 import httpx
 import pytest
 
-from ttftscope.gateway.vllm_chat import PassThrough
-from ttftscope.gateway.vllm_responses import ADD_SPECIAL_TOKENS, prepare_responses
+from ttftscope.gateway.apis.responses.vllm_responses import ADD_SPECIAL_TOKENS, prepare_responses
+from ttftscope.gateway.pipeline.passthrough import PassThrough
 from ttftscope.localserver.model import model_dir
 from ttftscope.localserver.state import LocalServer
 from ttftscope.tokenization.chat import ChatRenderer

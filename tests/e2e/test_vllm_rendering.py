@@ -28,7 +28,8 @@ from typing import Any
 import httpx
 import pytest
 
-from ttftscope.gateway.vllm_chat import PassThrough, prepare_chat
+from ttftscope.gateway.pipeline.passthrough import PassThrough
+from ttftscope.gateway.pipeline.vllm_chat import prepare_chat
 from ttftscope.localserver.model import model_dir
 from ttftscope.localserver.state import LocalServer
 from ttftscope.tokenization.chat import ChatRenderer

@@ -15,9 +15,10 @@ from types import ModuleType
 
 import pytest
 
-from ttftscope.gateway.converts import NativeApi, local_prompt
-from ttftscope.gateway.passthrough import PassThrough
-from ttftscope.gateway.upstreams import offline_upstream
+from ttftscope.gateway.pipeline.passthrough import PassThrough
+from ttftscope.gateway.pipeline.shapes import NativeApi
+from ttftscope.gateway.pipeline.upstreams import offline_upstream
+from ttftscope.gateway.proving.converts import local_prompt
 
 ROOT = Path(__file__).resolve().parents[2]
 

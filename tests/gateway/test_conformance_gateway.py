@@ -15,7 +15,8 @@ from tests.gateway.gatewayserver import GatewayServer
 from tests.gateway.vllmfake import HUGE, MODEL, FakeOptions, FakeVllm, Hostile
 from tests.gatewaymetrics import gateway_metric
 from ttftscope.config.schema import GatewaySettings, UpstreamSettings
-from ttftscope.gateway import oracle
+from ttftscope.gateway.proving import oracle
+from ttftscope.gateway.proving.conformance import StartupChecks, UpstreamCheck
 
 PLAIN = {"model": MODEL, "max_tokens": 4, "messages": [{"role": "user", "content": "hi"}]}
 TOOL = {
@@ -59,6 +60,13 @@ def _wait_for(condition: Any, what: str, timeout_s: float = 60.0) -> None:
         time.sleep(0.01)
 
 
+def _check(gw: GatewayServer, name: str) -> UpstreamCheck:
+    """The start-up (or latest) conformance check of upstream ``name``."""
+    prover = gw.gateway.prover
+    assert isinstance(prover, StartupChecks)
+    return prover.checks[name]
+
+
 @pytest.mark.parametrize("hostile", ["drip", "huge", "garbage"])
 def test_a_hostile_answer_to_the_check_costs_a_bound_never_the_loop(
     qwen2_dir: Path, monkeypatch: pytest.MonkeyPatch, hostile: Hostile
@@ -78,9 +86,9 @@ def test_a_hostile_answer_to_the_check_costs_a_bound_never_the_loop(
             # the bound does not move with load: the hostile answer was still going on
             assert not srv.seen.finished.is_set() or hostile == "huge", took
             assert resp.status_code == 200
-        _wait_for(lambda: gw.gateway.checks["u"].version == "0.34.1", "re-check")
+        _wait_for(lambda: _check(gw, "u").version == "0.34.1", "re-check")
         assert srv.seen.sent < HUGE  # the gateway hung up long before 100 MB
-        plain = gw.gateway.checks["u"].table.get("chat", "plain")
+        plain = _check(gw, "u").table.get("chat", "plain")
         assert plain.ids and plain.oracle == "tokenize", plain  # render abandoned, not fatal
         assert _chat(gw, PLAIN).status_code == 200
         assert "kv_transfer_params" in srv.seen.generated[-1]

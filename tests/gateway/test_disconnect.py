@@ -29,7 +29,7 @@ from tests.gateway.test_limits import MODEL, Gate, _long_text
 from tests.gatewaymetrics import gateway_metric
 from tests.rawclient import post_raw
 from ttftscope.config.schema import GatewaySettings, UpstreamSettings
-from ttftscope.gateway.asgi import Phase
+from ttftscope.gateway.transport.asgi import Phase
 
 HOLDS = ("hold_headers", "hold_body", "hold_stream")
 # generous: a close that waits for the hold to end (60 s) or a timeout (600 s) fails it

@@ -21,8 +21,8 @@ from tests.faultserver import FaultServer
 from tests.gateway.gatewayserver import GatewayServer
 from ttftscope.agenttext import agent_turn
 from ttftscope.config.schema import GatewaySettings, UpstreamSettings
-from ttftscope.gateway.sessions import SessionCache
-from ttftscope.gateway.workpool import Overloaded, WorkPool
+from ttftscope.gateway.pipeline.sessions import SessionCache
+from ttftscope.gateway.runtime.workpool import Overloaded, WorkPool
 from ttftscope.tokenization import offsets
 from ttftscope.tokenization.loader import Tokenizer
 

@@ -23,7 +23,8 @@ from hypothesis import strategies as st
 from tests.faultserver import FaultOptions, FaultServer
 from tests.gateway.gatewayserver import GatewayServer
 from ttftscope.config.schema import GatewaySettings, UpstreamSettings
-from ttftscope.gateway.endpoints import chat, native
+from ttftscope.gateway.apis import native
+from ttftscope.gateway.apis.chat import endpoint as chat
 
 ROUTES = ("/chat/completions", "/completions", "/messages", "/responses")
 KINDS = ("ids", "plain", "text")

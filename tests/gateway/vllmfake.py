@@ -30,11 +30,11 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from ttftscope.config.schema import UpstreamSettings
-from ttftscope.gateway.converts import local_prompt
-from ttftscope.gateway.passthrough import PassThrough
-from ttftscope.gateway.profiles import profile_for
-from ttftscope.gateway.shapes import NativeApi, shape_classes
-from ttftscope.gateway.upstreams import Upstream
+from ttftscope.gateway.pipeline.passthrough import PassThrough
+from ttftscope.gateway.pipeline.profiles import profile_for
+from ttftscope.gateway.pipeline.shapes import NativeApi, shape_classes
+from ttftscope.gateway.pipeline.upstreams import Upstream
+from ttftscope.gateway.proving.converts import local_prompt
 from ttftscope.threadserver import ThreadServer
 
 MODEL = "m"

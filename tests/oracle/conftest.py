@@ -21,7 +21,7 @@ import pytest
 from tests.oracle.outcomes import REPORT
 from ttftscope.assets import cache_dir
 from ttftscope.errors import LocalServerError
-from ttftscope.gateway.upstreams import Upstream, offline_upstream
+from ttftscope.gateway.pipeline.upstreams import Upstream, offline_upstream
 from ttftscope.localserver.model import model_dir
 from ttftscope.localserver.render import (
     RENDER_VERSIONS,

@@ -1,7 +1,7 @@
 """The gateway's ids for every corpus body equal each vLLM version's own render server's.
 
 For each version (0.32, 0.33, 0.34) and API (chat, messages, responses), each body is
-rendered twice: by the gateway (:func:`~ttftscope.gateway.converts.local_prompt` on an
+rendered twice: by the gateway (:func:`~ttftscope.gateway.proving.converts.local_prompt` on an
 offline upstream with that version's profile, encoded with the model's tokenizer) and by
 that version's ``/v1/.../render`` route (the reference: real vLLM code). Where vLLM renders
 and the gateway takes the body, the ids must be equal; a mismatch names the first differing
@@ -23,9 +23,10 @@ from tests.oracle.corpus_chat import chat_corpus
 from tests.oracle.corpus_messages import messages_corpus
 from tests.oracle.corpus_responses import responses_corpus
 from tests.oracle.outcomes import REPORT, Outcome, describe, first_difference
-from ttftscope.gateway.converts import NativeApi, local_prompt
-from ttftscope.gateway.passthrough import PassThrough
-from ttftscope.gateway.upstreams import Upstream
+from ttftscope.gateway.pipeline.passthrough import PassThrough
+from ttftscope.gateway.pipeline.shapes import NativeApi
+from ttftscope.gateway.pipeline.upstreams import Upstream
+from ttftscope.gateway.proving.converts import local_prompt
 from ttftscope.localserver.process import SERVED_MODEL
 from ttftscope.localserver.render import RENDER_VERSIONS
 

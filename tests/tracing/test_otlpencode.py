@@ -16,7 +16,7 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from ttftscope.errors import FailureKind
-from ttftscope.gateway.hoptrace import FinishedHop, begin
+from ttftscope.gateway.transport.hoptrace import FinishedHop, begin
 from ttftscope.records import RequestRecord
 from ttftscope.tracing.context import new_context
 from ttftscope.tracing.names import ENCODED_TOKENS, REUSED_TOKENS

@@ -249,7 +249,12 @@ def check_command(
     require_extra("gateway")
     import asyncio
 
-    from ttftscope.gateway.checkreport import check_json, check_text, check_upstreams, ids_anywhere
+    from ttftscope.gateway.proving.checkreport import (
+        check_json,
+        check_text,
+        check_upstreams,
+        ids_anywhere,
+    )
 
     parent = ctx.parent.params if ctx.parent is not None else {}
     url = base_url or parent.get("upstream")

@@ -1,9 +1,22 @@
 """The token-id gateway: one OpenAI-compatible address in front of many models.
 
-Owns: routing by model to upstreams, vLLM's chat preprocessing reproduced as a named stage
-(``vllm_chat``), the session cache of incremental encoders (``sessions``), chat ↔
-completions translation for upstreams without chat ids (``translate``), the upstream
-HTTP/1.1 client (``hop``), its own Prometheus metrics (``metrics``) and the Starlette app
-(``app``). May import ``client``,
-``tokenization``, ``config``, ``records``, ``errors`` and ``stats``; never another capability.
+Laid out as vLLM lays out its ``entrypoints/``, one folder per API over named shared layers
+(top to bottom; ``lint-imports`` holds them):
+
+- ``serve`` and ``app``: how it runs, the routes;
+- ``proving``: the start-up conformance check of every API's conversion on each upstream;
+- ``apis``: ``chat``, ``completions``, ``messages``, ``responses``, each its endpoint and its
+  conversion to vLLM's chat body (``native``: what messages and responses share);
+- ``state``: the :class:`~ttftscope.gateway.state.Gateway` the APIs share (key, body,
+  routing by model, counts);
+- ``pipeline``: the id pipeline (upstreams, vLLM's chat rewrites, render, session cache,
+  encode, verify, forward);
+- ``runtime``: the thread pool, worker processes, heap and host tuning;
+- ``transport``: ASGI, bounds, deadline, the upstream HTTP/1.1 client (``hop``), trace
+  stamps, errors in each API's format, exact JSON;
+- ``metrics`` (its own Prometheus registry) and ``clientconfig`` (what to paste into an
+  agent).
+
+May import ``client``, ``tokenization``, ``tracing``, ``config``, ``records``, ``errors`` and
+``stats``; never another capability.
 """

@@ -2,11 +2,11 @@
 
 Routes: ``POST /v1/chat/completions``, ``/v1/completions``, ``/v1/messages``,
 ``/v1/messages/count_tokens`` and ``/v1/responses`` (routed by ``model``; served as plain
-ASGI, :mod:`ttftscope.gateway.asgi`, by the modules of ``endpoints/``), ``GET /v1/models``
-(the union), ``GET /health``, ``GET /metrics``, and the stored Responses
+ASGI, :mod:`ttftscope.gateway.transport.asgi`, by each API's ``apis/<api>/endpoint``),
+``GET /v1/models`` (the union), ``GET /health``, ``GET /metrics``, and the stored Responses
 (``GET /v1/responses/{id}``, ``POST …/cancel``, ``GET …/input_items``: to the upstream that
-created the response, :mod:`~ttftscope.gateway.endpoints.stored`) (Starlette); anything else
-is a 404 in OpenAI's format. See :mod:`ttftscope.gateway` for what each stage owns.
+created the response, :mod:`~ttftscope.gateway.apis.responses.stored`) (Starlette); anything
+else is a 404 in OpenAI's format. See :mod:`ttftscope.gateway` for what each stage owns.
 
 >>> sorted(create_app(GatewaySettings()).routes)[:2]
 ['/v1/chat/completions', '/v1/completions']
@@ -25,15 +25,16 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from ttftscope.config.schema import GatewaySettings
-from ttftscope.gateway.apierrors import anthropic_error, openai_error
-from ttftscope.gateway.asgi import HotPath, Receive, Scope
-from ttftscope.gateway.endpoints.chat import chat_completions
-from ttftscope.gateway.endpoints.completions import completions
-from ttftscope.gateway.endpoints.messages import count_tokens, messages
-from ttftscope.gateway.endpoints.responses import responses
-from ttftscope.gateway.endpoints.stored import ResponseOwners, remembering, stored_route
-from ttftscope.gateway.state import BadRequest, Gateway
-from ttftscope.gateway.upstreams import environment
+from ttftscope.gateway.apis.chat.endpoint import chat_completions
+from ttftscope.gateway.apis.completions.endpoint import completions
+from ttftscope.gateway.apis.messages.endpoint import count_tokens, messages
+from ttftscope.gateway.apis.responses.endpoint import responses
+from ttftscope.gateway.apis.responses.stored import ResponseOwners, remembering, stored_route
+from ttftscope.gateway.pipeline.upstreams import environment
+from ttftscope.gateway.proving.conformance import StartupChecks
+from ttftscope.gateway.state import Gateway
+from ttftscope.gateway.transport.apierrors import BadRequest, anthropic_error, openai_error
+from ttftscope.gateway.transport.asgi import HotPath, Receive, Scope
 from ttftscope.tracing.emit import SpanEmitter
 
 _SERVED = (
@@ -110,7 +111,8 @@ def create_app(
     >>> create_app(GatewaySettings()).state.gateway.upstreams
     []
     """
-    gateway = Gateway(settings, environment() if env is None else env)
+    prover = StartupChecks(settings.version_poll_seconds)
+    gateway = Gateway(settings, environment() if env is None else env, prover=prover)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

@@ -139,7 +139,7 @@ class GatewayMetrics:
         self.shape_ids = Gauge(
             p + "shape_ids",
             "Whether requests of a shape class go to an upstream as ids (1) or text (0), as "
-            "its conformance check found (gateway/conformance.py)",
+            "its conformance check found (gateway/proving/conformance.py)",
             ["upstream", "api", "shape"],
             registry=r,
         )

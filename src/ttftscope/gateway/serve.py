@@ -16,9 +16,9 @@ import uvicorn
 
 from ttftscope.config.schema import GatewaySettings
 from ttftscope.gateway.app import create_app
-from ttftscope.gateway.bounds import bounded_protocol
-from ttftscope.gateway.heap import limit_arenas
+from ttftscope.gateway.runtime.heap import limit_arenas
 from ttftscope.gateway.state import Gateway
+from ttftscope.gateway.transport.bounds import bounded_protocol
 from ttftscope.threadserver import ThreadServer
 from ttftscope.tracing.emit import SpanEmitter
 
@@ -28,9 +28,9 @@ def serve(settings: GatewaySettings, emitter: SpanEmitter | None = None) -> None
 
     The gateway's own log (each upstream's version, models and how ids reach it, pass-through
     and mismatch warnings) goes to stderr from INFO up; it holds no keys and no prompt text.
-    Two malloc arenas (:mod:`~ttftscope.gateway.heap`): RSS stays near the session cache.
+    Two malloc arenas (:mod:`~ttftscope.gateway.runtime.heap`): RSS stays near the session cache.
     With an ``emitter`` every request is traced.
-    Connections keep the bounds of :mod:`~ttftscope.gateway.bounds` (sizes, timeouts).
+    Connections keep the bounds of :mod:`~ttftscope.gateway.transport.bounds` (sizes, timeouts).
     """
     limit_arenas(2)
     handler = logging.StreamHandler(sys.stderr)

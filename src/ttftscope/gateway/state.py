@@ -1,56 +1,48 @@
-"""The gateway's shared state and request plumbing, used by every endpoint.
+"""The gateway's shared state and request plumbing, used by every API.
 
 :class:`Gateway` holds the upstreams, metrics, verifier, inbound keys and request log; its
 methods read and check a request (key, size, JSON, model → upstream) and count what
-happened. Endpoints (``endpoints/``) build on it; the app (``app``) wires them up.
+happened. The APIs (``apis/``) build on it; the app (``app``) wires them up, and hands it
+the start-up conformance check as its :class:`Prover` (``proving`` sits above the APIs, so
+this module cannot import it).
 
->>> Gateway(GatewaySettings(), {}).upstreams
+>>> Gateway(GatewaySettings(), {}, prover=None).upstreams
 []
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
-import gc
 import hmac
 import logging
-import sys
-import threading
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from starlette.responses import Response
 
 from ttftscope.config.schema import GatewaySettings
 from ttftscope.errors import ConfigError
-from ttftscope.gateway.apierrors import ErrorFormat, error_response
-from ttftscope.gateway.asgi import BodyTooLarge, Receive, Scope, header, read_body
-from ttftscope.gateway.coldpool import ColdPool
-from ttftscope.gateway.conformance import (
-    UpstreamCheck,
-    check_upstream,
-    publish,
-    summary_line,
-    watch_versions,
-)
-from ttftscope.gateway.hoptrace import traced
-from ttftscope.gateway.inputpolicy import (
+from ttftscope.gateway.metrics import GatewayMetrics
+from ttftscope.gateway.pipeline.inputpolicy import (
     InvalidField,
     client_ids,
     max_token_id,
     stream_of,
     token_ids_problem,
 )
-from ttftscope.gateway.jsoncodec import JsonRejected, loads_as_vllm
-from ttftscope.gateway.metrics import GatewayMetrics
-from ttftscope.gateway.requestlog import RequestLog
-from ttftscope.gateway.sessions import Encoded
-from ttftscope.gateway.upstreams import Upstream, upstreams_from
-from ttftscope.gateway.verify import Verifier
-from ttftscope.gateway.workpool import SWITCH_INTERVAL_S, WorkPool
+from ttftscope.gateway.pipeline.sessions import Encoded
+from ttftscope.gateway.pipeline.upstreams import Upstream, upstreams_from
+from ttftscope.gateway.pipeline.verify import Verifier
+from ttftscope.gateway.runtime.coldpool import ColdPool
+from ttftscope.gateway.runtime.hosttuning import HOST
+from ttftscope.gateway.runtime.workpool import WorkPool
+from ttftscope.gateway.transport.apierrors import BadRequest, ErrorFormat, error_response
+from ttftscope.gateway.transport.asgi import BodyTooLarge, Receive, Scope, header, read_body
+from ttftscope.gateway.transport.hoptrace import traced
+from ttftscope.gateway.transport.jsoncodec import JsonRejected, loads_as_vllm
+from ttftscope.gateway.transport.requestlog import RequestLog
 from ttftscope.tokenization.loader import Tokenizer
 
 log = logging.getLogger("ttftscope.gateway")
@@ -87,62 +79,25 @@ def inbound_keys(settings: GatewaySettings, env: Mapping[str, str]) -> list[byte
     return keys
 
 
-class HostTuning:
-    """What a running gateway changes in its process, and gives back when the last one stops.
+class Prover(Protocol):
+    """What proves the ids upstreams once they are up (the start-up conformance check,
+    ``proving.conformance.StartupChecks``), and stops re-proving them on close."""
 
-    ``tune``: ``gc.freeze()`` and a ``SWITCH_INTERVAL_S`` switch interval; ``restore``: unfreeze
-    (unless objects were frozen before) and the interval before. Counted: gateways overlapping
-    in one process (tests, the demo) leave it as the first one found it.
+    async def start(self, upstreams: list[Upstream], metrics: GatewayMetrics) -> None: ...
 
-    >>> import sys; before = sys.getswitchinterval(); host = HostTuning()
-    >>> host.tune(); sys.getswitchinterval() == SWITCH_INTERVAL_S
-    True
-    >>> host.restore(); sys.getswitchinterval() == before
-    True
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._users = 0
-        self._interval = 0.0
-        self._unfreeze = False
-
-    def tune(self) -> None:
-        with self._lock:
-            if self._users == 0:
-                self._interval = sys.getswitchinterval()
-                self._unfreeze = gc.get_freeze_count() == 0
-            self._users += 1
-            gc.freeze()
-            sys.setswitchinterval(SWITCH_INTERVAL_S)  # the loop gets the GIL back sooner
-
-    def restore(self) -> None:
-        with self._lock:
-            self._users -= 1
-            if self._users == 0:
-                sys.setswitchinterval(self._interval)
-                if self._unfreeze:
-                    gc.unfreeze()
-
-
-_HOST = HostTuning()  # one per process: gc and the switch interval are process-wide
-
-
-class BadRequest(Exception):
-    """The client's request cannot be served; ``status``, a message that says why, and
-    headers for the answer (``Retry-After`` on a 503)."""
-
-    def __init__(self, status: int, message: str, headers: Mapping[str, str] | None = None) -> None:
-        super().__init__(message)
-        self.status, self.message = status, message
-        self.headers = dict(headers or {})
+    async def stop(self) -> None: ...
 
 
 class Gateway:
-    """State shared by the routes: upstreams, metrics, limits, inbound keys."""
+    """State shared by the routes: upstreams, metrics, limits, inbound keys. ``prover``
+    proves the ids upstreams at start (None: no upstream is proven, so every ids upstream
+    keeps the text it starts with)."""
 
-    def __init__(self, settings: GatewaySettings, env: Mapping[str, str]) -> None:
+    def __init__(
+        self, settings: GatewaySettings, env: Mapping[str, str], *, prover: Prover | None
+    ) -> None:
         self.settings, self.env = settings, env
+        self.prover = prover
         self.metrics = GatewayMetrics()
         self.upstreams = upstreams_from(settings.upstreams)
         self.verifier = Verifier(settings.verify_every, settings.verify_first, self.metrics)
@@ -156,10 +111,8 @@ class Gateway:
             self.metrics.encode_processes.set_function(lambda: len(cold.pids))
         self.metrics.encode_jobs.set_function(lambda: self.pool.pending)
         self._seen: dict[tuple[str, str], float] = {}
-        self.checks: dict[str, UpstreamCheck] = {}  # each ids upstream's conformance check
-        self._watch: asyncio.Task[None] | None = None  # re-reads /version (watch_versions)
         self.request_log = RequestLog.from_settings(settings.request_log, settings.log_prompts)
-        self._tuned = False  # holds a share of _HOST's tuning (start to close)
+        self._tuned = False  # holds a share of HOST's tuning (start to close)
 
     async def start(self) -> None:
         if self.request_log is not None:
@@ -179,28 +132,19 @@ class Gateway:
             self.metrics.upstream_api.labels(up.name, up.api or "text").set(1)
             if up.plain_via_completions:  # plain chats go the other way
                 self.metrics.upstream_api.labels(up.name, "completions").set(1)
-            if up.settings.mode == "ids":
-                self.checks[up.name] = found = await check_upstream(up)
-                log.info("%s", summary_line(found))
-        publish(self.metrics, list(self.checks.values()))
-        every = self.settings.version_poll_seconds
-        if every > 0 and self.checks:
-            self._watch = asyncio.create_task(
-                watch_versions(self.upstreams, self.metrics, self.checks, every)
-            )
+        if self.prover is not None:
+            await self.prover.start(self.upstreams, self.metrics)
         if self.cold is not None and self.cold.registered:
             self.cold.start()  # workers load the tokenizers while the first requests come
         # what start-up loaded (tokenizers, templates, engines: ~10^5 objects) lives as long
         # as the gateway: a full collection, which runs on whichever thread allocates (the
         # event loop too), then no longer walks it (~0.1 s each time, measured)
-        _HOST.tune()  # gc.freeze() and a 1 ms switch interval, given back by close()
+        HOST.tune()  # gc.freeze() and a 1 ms switch interval, given back by close()
         self._tuned = True
 
     async def close(self) -> None:
-        if self._watch is not None:
-            self._watch.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._watch
+        if self.prover is not None:
+            await self.prover.stop()
         for up in self.upstreams:
             await up.close()
         self.pool.close()
@@ -212,7 +156,7 @@ class Gateway:
             self.request_log.close()
         if self._tuned:
             self._tuned = False
-            _HOST.restore()
+            HOST.restore()
 
     # -- request plumbing ----------------------------------------------------------------
     def check_key(self, headers: list[tuple[bytes, bytes]]) -> None:

@@ -1,0 +1,1 @@
+"""``/v1/completions``: a text prompt encoded incrementally, its ids spliced in."""

@@ -1,0 +1,2 @@
+"""``/v1/responses`` (OpenAI Responses: Codex): the endpoint, vLLM's Responses → chat
+conversion reproduced, and the stored responses fetched from the upstream that made them."""
