@@ -10,7 +10,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.report.fixtures import Parts, record, write_probe_dir
+from tests.report.fixtures import BenchDir, Parts, record, write_probe_dir
 from ttftscope.doctor.diagnose import diagnose_runs
 from ttftscope.findings import Finding
 from ttftscope.records import RequestRecord
@@ -120,3 +120,28 @@ def test_one_statement_about_the_gateway_that_agrees_with_its_figures(run: Run) 
         assert f.severity == "warning" and shown < 0 and f.saving_ms is not None
         quoted = re.search(r"is ([\d,]+) ms longer", f.title)
         assert quoted is not None and float(quoted.group(1).replace(",", "")) == -shown
+
+
+def test_a_bench_pairs_a_sessions_turns_in_one_round_of_its_targets(tmp_path: Path) -> None:
+    """Bench deals each session's turns to its targets in turn (direct, gateway, direct, …):
+    a session's two turns of one round are a pair (traced, so each has its parts)."""
+    recs = []
+    for i in range(16):
+        session, turn = i % 4, i // 4
+        gateway = (session + turn) % 2 == 1
+        parts = (
+            Parts(frontend=5.0, prefill=20.0, outside=40.0)
+            if gateway
+            else Parts(frontend=150.0, prefill=20.0, outside=10.0)
+        )
+        target = "gateway" if gateway else "direct"
+        recs.append(record(i, parts, run_id="bench-1", target=target, session=session, turn=turn))
+    BenchDir(records=recs).write(tmp_path)
+    findings, _ = diagnose_runs(load_runs([tmp_path]))
+    (f,) = [f for f in findings if f.id in ("tokenization-bound", "network-path")]
+    # each pair: (150 + 20 + 10) − (5 + 20 + 40) = 115 ms
+    assert f.title == (
+        "through the gateway TTFT is 115 ms shorter than direct: ids save 145 ms of server "
+        "front end, its own hop costs 30 ms"
+    )
+    assert "(direct and gateway, 8 pairs)" in f.evidence[0].source

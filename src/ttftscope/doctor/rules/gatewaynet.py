@@ -3,14 +3,15 @@
 Where a run measured one workload both direct and through the ttftscope gateway, two rules
 pull different ways about one choice: server-side tokenization advises "send token ids (run
 the gateway)" with what ids save, and the network path finds the gateway's series spending
-more outside the server (the gateway's own hop). They become one statement, pair by pair
-(a probe's k-th direct and gateway request at its largest context, a bench's same session
-and turn on both targets): the part ids remove (the server front end, direct − gateway),
-the hop's cost (outside the server, gateway − direct) and the net, direct TTFT − gateway
-TTFT, which is that saving less that cost as measured, each with its 95% interval. The
-net's paired verdict (:mod:`ttftscope.doctor.abtest`) decides what is said: the gateway
-helps (its saving is the net), costs (its hop is longer than what its ids save), or is not
-decided yet; the two findings it reconciles are folded in as evidence.
+more outside the server (the gateway's own hop). They become one statement, pair by pair (a
+probe's k-th direct and gateway request at its largest context; a bench's turns of one
+session in one round of its targets, to which bench deals a session's turns in turn): the
+part ids remove (the server front end, direct − gateway), the hop's cost (outside the
+server, gateway − direct) and the net, direct TTFT − gateway TTFT, which is that saving less
+that cost as measured, each with its 95% interval. The net's paired verdict
+(:mod:`ttftscope.doctor.abtest`) decides what is said: the gateway helps (its saving is the
+net), costs (its hop is longer than what its ids save), or is not decided yet; the findings
+it reconciles are folded in as evidence.
 """
 
 from __future__ import annotations
@@ -32,25 +33,36 @@ __all__ = ["gateway_statement", "reconciled"]
 _Pair = tuple[RequestRecord, RequestRecord]  # (direct, gateway)
 
 
-def _key(r: RequestRecord) -> tuple[int, int] | None:
-    return None if r.session is None or r.turn is None else (r.session, r.turn)
-
-
 def _order(r: RequestRecord) -> int:
     return r.index
+
+
+def _bench_pairs(direct: list[RequestRecord], gateway: list[RequestRecord], n: int) -> list[_Pair]:
+    """Bench deals a session's turns to its ``n`` targets in turn: turns ``k·n`` to
+    ``k·n + n − 1`` of one session are one round, each target's turn of it a pair member."""
+    rounds: dict[tuple[int, int], tuple[list[RequestRecord], list[RequestRecord]]] = {}
+    for side, records in enumerate((direct, gateway)):
+        for r in records:
+            if r.session is not None and r.turn is not None:
+                rounds.setdefault((r.session, r.turn // n), ([], []))[side].append(r)
+    return [
+        pair
+        for d, g in rounds.values()
+        for pair in zip(sorted(d, key=_order), sorted(g, key=_order), strict=False)
+    ]
 
 
 def _pairs(run: Run) -> list[_Pair]:
     """Direct and gateway requests of the same prompt: a bench's session and turn, else a
     probe's k-th of each at its largest context."""
     ok = [r for r in latency_samples(run.records, run.kind) if r.client_ttft_ms is not None]
-    direct = [r for r in ok if (r.target or r.variant) == "direct"]
-    gateway = [r for r in ok if "gateway" in (r.target or r.variant)]
+    direct = [r for r in ok if (r.target or r.variant) == "direct" and r.gateway_ms is None]
+    # as the network path tells: a series named for the gateway, or records it stamped
+    gateway = [r for r in ok if "gateway" in (r.target or r.variant) or r.gateway_ms is not None]
     if not direct or not gateway:
         return []
     if run.kind == "bench":
-        by = {k: r for r in gateway if (k := _key(r)) is not None}
-        return [(d, by[k]) for d in direct if (k := _key(d)) is not None and k in by]
+        return _bench_pairs(direct, gateway, max(len({r.target for r in ok}), 1))
     top = max(r.context_tokens_target for r in direct)
     ds = sorted((r for r in direct if r.context_tokens_target == top), key=_order)
     gs = sorted((r for r in gateway if r.context_tokens_target == top), key=_order)
