@@ -28,11 +28,11 @@ def _ms(value: float | None) -> str:
 
 def table(rows: list[Row]) -> str:
     """The rows, one a line, at 80 columns."""
-    head = f"{'scenario':<20} {'expected':<18} {'named':<18} {'saving':>7} {'injected':>8}  ok"
+    head = f"{'scenario':<19} {'expected':<19} {'named':<19} {'saving':>6} {'injected':>8}  ok"
     lines = [head, "-" * 80]
     for r in rows:
         lines.append(
-            f"{r.scenario:<20} {r.expected:<18} {r.named:<18} {_ms(r.saving_ms):>7} "
+            f"{r.scenario:<19} {r.expected:<19} {r.named:<19} {_ms(r.saving_ms):>6} "
             f"{_ms(r.injected_ms):>8}  {'yes' if r.ok else 'NO'}"
         )
     return "\n".join(lines)

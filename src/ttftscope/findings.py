@@ -11,6 +11,7 @@ CLI had the doctor make.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from typing import Literal
 
@@ -67,14 +68,21 @@ class Finding(BaseModel):
 
     @model_validator(mode="after")
     def _saving_within_part(self) -> Finding:
-        """Clamp ``saving_ms`` to ``part_ms``.
+        """Clamp ``saving_ms`` to ``part_ms``, rounded down to 0.1 ms when clamped (rounded to
+        the nearest, 2.75 would read 2.8, above its part).
 
         >>> Finding(id="queueing", severity="info", title="t", remedy="r", saving_ms=142.0,
         ...         part_ms=26.0).saving_ms
         26.0
+        >>> Finding(id="queueing", severity="info", title="t", remedy="r", saving_ms=2.78,
+        ...         part_ms=2.75).saving_ms
+        2.7
         """
         if self.saving_ms is not None and self.part_ms is not None:
-            self.saving_ms = round(min(self.saving_ms, self.part_ms), 1)
+            saving = round(self.saving_ms, 1)
+            self.saving_ms = (
+                saving if saving <= self.part_ms else math.floor(self.part_ms * 10) / 10
+            )
         return self
 
     @property

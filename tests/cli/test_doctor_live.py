@@ -37,8 +37,8 @@ def test_a_healthy_server_live_is_no_problem_and_the_probe_is_labelled(
     code, out, err, records = _live(Costs(), [], tmp_path, capsys, monkeypatch)
     data = json.loads(out)
     assert code == 0 and [f for f in data["findings"] if f["severity"] != "info"] == []
-    assert "short probe (chat/non-ASCII): 20 requests, 60 s at most (--probe-seconds)…" in err
-    assert len(records) == 20 and {r.variant for r in records} == {"chat", "non_ascii"}
+    assert "short probe (chat/non-ASCII): 15 requests, 60 s at most (--probe-seconds)…" in err
+    assert len(records) == 15 and {r.variant for r in records} == {"chat", "non_ascii"}
     assert all(DOCTOR_PROBE in r.notes and r.tokenize_ms is None for r in records)
 
 
@@ -50,7 +50,7 @@ def test_the_live_probe_keeps_to_its_time_budget(
         Costs(network_s=0.3), ["--probe-seconds", "1"], tmp_path, capsys, monkeypatch
     )
     assert "time budget of 1 s reached: the remaining requests are skipped" in err
-    assert 1 <= len(records) < 20
+    assert 1 <= len(records) < 15
 
 
 def test_the_live_doctor_names_an_injected_network_delay(

@@ -183,6 +183,17 @@ class ScenarioServer(ThreadServer):
                 log.write(json.dumps({"body": payload}) + "\n")
         return payload
 
+    async def _front_end(self, text: str) -> tuple[int, int, float]:
+        """Render and tokenize: the prompt's tokens, its non-ASCII characters and what the
+        slow non-ASCII path added (ms)."""
+        c, t0 = self.costs, time.perf_counter()
+        n = tokens_of(text)
+        wide = sum(1 for ch in text if not ch.isascii())
+        slow_ms = c.frontend_s_per_1k * (c.non_ascii_factor - 1) * wide / CHARS_PER_TOKEN
+        await asyncio.sleep((c.frontend_s_per_1k * n + slow_ms) / 1000)
+        self.state.observe("vllm:request_render_duration_seconds", time.perf_counter() - t0)
+        return n, wide, slow_ms
+
     async def serve_one(self, text: str, chars: int, stable: str) -> tuple[int, float]:
         """Run one request's stages; its prompt tokens and the server TTFT (s).
 
@@ -192,11 +203,7 @@ class ScenarioServer(ThreadServer):
         c, st = self.costs, self.state
         await asyncio.sleep(c.network_s)
         t0 = time.perf_counter()
-        n = tokens_of(text)
-        wide = sum(1 for ch in text if not ch.isascii())
-        slow_ms = c.frontend_s_per_1k * (c.non_ascii_factor - 1) * wide / CHARS_PER_TOKEN
-        await asyncio.sleep((c.frontend_s_per_1k * n + slow_ms) / 1000)
-        st.observe("vllm:request_render_duration_seconds", time.perf_counter() - t0)
+        n, wide, slow_ms = await self._front_end(text)
         st.waiting += 1
         q0 = time.perf_counter()
         if self.engine is not None:

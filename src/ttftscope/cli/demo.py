@@ -181,6 +181,7 @@ def demo(
         state.set_flag("model.default", server.model)
         if state.load().settings.tokenizer.path is None:
             # the served model's own tokenizer, so client-side tokenization is measured too
+            # (labelled ttftscope's own in the records: shown, never a finding about a client)
             state.set_flag("tokenizer.path", str(model_dir()))
         if no_gateway:
             summary, bench_dirs = _probe_and_bench(state, args, None, False)

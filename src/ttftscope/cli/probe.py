@@ -262,7 +262,7 @@ def run_probe_command(state: CliState, args: ProbeArgs) -> dict[str, Any]:
 @click.option(
     "--non-ascii",
     is_flag=True,
-    help="Also send the chat text in non-ASCII letters: the server's non-ASCII tokenization",
+    help="Also send the largest size's chat in non-ASCII letters (the server's slow path)",
 )
 @click.pass_context
 def probe(

@@ -23,6 +23,7 @@ from pathlib import Path
 from ttftscope.config.loader import LoadedSettings
 from ttftscope.doctor.gather import Live, Recorded
 from ttftscope.doctor.rules.config import ConfigContext, config_findings
+from ttftscope.doctor.rules.gatewaynet import reconciled
 from ttftscope.doctor.rules.livequeue import MIN_SAMPLES, STAYS_SHARE, live_queue_findings
 from ttftscope.doctor.rules.nonascii import slow_path_findings
 from ttftscope.doctor.rules.path import network_findings
@@ -127,12 +128,12 @@ def diagnose_runs(
     limit = server.max_num_seqs if server is not None else None
     for run in runs:
         queued, front = _without_contradiction(run, notes, limit)
-        findings += [*front, *client_tokenization_findings(run), *slow_path_findings(run), *queued]
+        mine = [*front, *client_tokenization_findings(run), *slow_path_findings(run), *queued]
+        findings += reconciled(run, [*mine, *network_findings([run])])
         notes += _run_notes(run)
     findings += [
         *rate_limit_findings(runs),
         *shared_server_findings(runs),
-        *network_findings(runs),
         *cache_findings(runs, server),
         *prefill_findings(runs),
     ]

@@ -7,8 +7,8 @@ to exactly that request. Each context size gets its own deterministic synthetic 
 for a coding agent. ``ab="ids"`` sends the same prompts as text and as token ids to
 ``/v1/completions``, alternating: the TTFT difference is what server-side tokenization costs.
 ``non_ascii`` also sends the chat series' text in non-ASCII letters (the same context and
-turns, character for character, full-width): the k-th request of each at one size is a pair
-whose front ends tell what the server's non-ASCII tokenization path costs.
+turns, character for character, full-width) at the largest size: the k-th request of each is
+a pair whose front ends tell what the server's non-ASCII tokenization path costs.
 How one request is sent and measured is ``probe.send``.
 """
 
@@ -64,7 +64,8 @@ class ProbeOptions:
     # time client-side tokenization with the local tokenizer before each chat request (the
     # doctor's own probe does not: that work would be ttftscope's, not the user's client's)
     client_tokenize: bool = True
-    non_ascii: bool = False  # also the chat series in non-ASCII letters (variant non_ascii)
+    # also the chat series at the largest size in non-ASCII letters (variant non_ascii)
+    non_ascii: bool = False
 
     @property
     def total_requests(self) -> int:
@@ -72,10 +73,13 @@ class ProbeOptions:
 
         >>> ProbeOptions(context_tokens=[0, 8000], repeat=3, num_warmups=1, ab="ids").total_requests
         30
+        >>> ProbeOptions(context_tokens=[0, 8000], repeat=3, non_ascii=True).total_requests
+        15
         """
         per_series = 1 + self.num_warmups + self.repeat
-        series = 1 + self.non_ascii + 2 * (self.ab == "ids") + 2 * (self.gateway_url is not None)
-        return len(self.context_tokens) * per_series * series
+        series = 1 + 2 * (self.ab == "ids") + 2 * (self.gateway_url is not None)
+        wide = per_series if self.non_ascii and self.context_tokens else 0
+        return len(self.context_tokens) * per_series * series + wide
 
 
 @dataclass
@@ -279,7 +283,7 @@ class Prober:
                 await self.ab_series(size)
             if self.opts.gateway_url is not None:
                 await self.gateway_series(size, self.opts.gateway_url)
-            if self.opts.non_ascii:
+            if self.opts.non_ascii and size == max(self.opts.context_tokens):
                 await self.chat_series(size, wide=True)
         return self.run
 

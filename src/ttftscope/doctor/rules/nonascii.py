@@ -102,16 +102,7 @@ def slow_path_findings(run: Run) -> list[Finding]:
     source = f"{', '.join(str(p) for p in run.sources)} (chat and non_ascii, {len(pairs)} pairs)"
     evidence = [Evidence(fact=f, source=source) for f in _facts(pairs, ab, ratio)]
     if ab.verdict == "not decided":
-        return [
-            Finding(
-                id="non-ascii-slow-path",
-                severity="info",
-                title="non-ASCII prompts may take a slower tokenization path: not decided",
-                evidence=evidence,
-                remedy=f"not decided: run `ttftscope probe --non-ascii --repeat "
-                f"{ab.repeat_needed}`",
-            )
-        ]
+        return [_undecided(evidence, ab)]
     return [
         Finding(
             id="non-ascii-slow-path",
@@ -124,3 +115,14 @@ def slow_path_findings(run: Run) -> list[Finding]:
             part_ms=median(wide),
         )
     ]
+
+
+def _undecided(evidence: list[Evidence], ab: PairedAB) -> Finding:
+    """A surcharge the pairs cannot decide yet: the repeat count that would."""
+    return Finding(
+        id="non-ascii-slow-path",
+        severity="info",
+        title="non-ASCII prompts may take a slower tokenization path: not decided",
+        evidence=evidence,
+        remedy=f"not decided: run `ttftscope probe --non-ascii --repeat {ab.repeat_needed}`",
+    )

@@ -31,7 +31,7 @@ from ttftscope.results.parts import (
 from ttftscope.results.runs import Run
 from ttftscope.stats import median
 
-__all__ = ["network_findings"]
+__all__ = ["GATEWAY_PATH_REMEDIES", "PAID_FOR", "VIA_GATEWAY", "network_findings"]
 
 FAST_MS = 50.0  # a median TTFT under this has nothing worth removing
 MIN_SHARE = 0.35
@@ -41,17 +41,21 @@ _DIRECT = (
     "keep connections alive, remove proxies in between, and run the client near the "
     "server: the path to the server costs more than the server"
 )
-_VIA_GATEWAY = (
+VIA_GATEWAY = (
     "the ttftscope gateway is on this path by design: run it on the server's host (one "
     "hop to the server, not two), keep the client's connections to it alive, and measure "
     "what it adds against the server direct (`ttftscope bench --target direct --target "
     "gateway=URL`)"
 )
 
-_PAID_FOR = (
+PAID_FOR = (
     "nothing to change on this path: through the gateway, its own hop included, the median "
     "TTFT is no longer than direct to the server"
 )
+
+
+# what the network path says about the gateway's own path (doctor.rules.gatewaynet folds it)
+GATEWAY_PATH_REMEDIES = (VIA_GATEWAY, PAID_FOR)
 
 
 def _via_gateway(name: str, records: Sequence[RequestRecord]) -> bool:
@@ -105,7 +109,7 @@ def _finding(
         *(_gateway_fact(records) if gateway else []),
     ]
     title = f"{share:.0%} of TTFT is spent outside the server ({name}{where})"
-    remedy, saving = (_VIA_GATEWAY if gateway else _DIRECT), value
+    remedy, saving = (VIA_GATEWAY if gateway else _DIRECT), value
     severity: Severity = "warning"
     if gateway and direct_ms is not None:
         # one story: the gateway's path is worth shortening by what it costs over direct
@@ -113,7 +117,7 @@ def _finding(
         saving = max(ttft - direct_ms, 0.0)
         if saving <= 0:
             title += ": the gateway's hop is paid for"
-            remedy, severity = _PAID_FOR, "info"
+            remedy, severity = PAID_FOR, "info"
     return Finding(
         id="network-path",
         severity=severity,

@@ -39,6 +39,7 @@ from ttftscope.results.servers import ServerFigures, server_figures
 from ttftscope.stats import median
 
 __all__ = [
+    "IDS_REMEDY",
     "MIN_SAVING_MS",
     "LineFit",
     "client_tokenization_findings",
@@ -56,7 +57,7 @@ MIN_SHARE = 0.3
 MIN_SAVING_MS = 20.0
 # variants whose prompt the server renders and tokenizes itself
 _SERVER_TOKENIZES = ("chat", "text", "direct", "messages", "responses")
-_IDS_REMEDY = (
+IDS_REMEDY = (
     "send token ids so the server skips rendering and tokenizing: run "
     "`ttftscope gateway --upstream URL --model-dir DIR` and point clients at it"
 )
@@ -264,7 +265,7 @@ def _remedy(part: str) -> str:
             "tokenize incrementally on the client (ttftscope.ChatSession / "
             "IncrementalEncoder) and send the ids, or let the gateway do it"
         )
-    return _IDS_REMEDY
+    return IDS_REMEDY
 
 
 def _gateway_saving(run: Run, figures: ServerFigures) -> tuple[float, str] | None:
@@ -326,7 +327,7 @@ def _server_finding(run: Run, figures: ServerFigures) -> Finding | None:
         severity="warning",
         title=title,
         evidence=[Evidence(fact=f, source=_where(run)) for f in facts],
-        remedy=_IDS_REMEDY if text else _GATEWAY_REMEDY,
+        remedy=IDS_REMEDY if text else _GATEWAY_REMEDY,
         saving_ms=round(saving[0] if saving is not None else value, 1) if text else None,
         part_ms=None if mixed else value,  # a mixed mean is not the text traffic's own part
     )
