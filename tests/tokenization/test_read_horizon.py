@@ -13,6 +13,7 @@ long added token pushes the cut further back, hence the tokenizer without added 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,9 @@ import tokenizers
 
 from tests.tokenization.exact import Exact
 from tests.tokenizer_fixtures.fixtures import mixed_text
+from ttftscope.tokenization import fastpath
 from ttftscope.tokenization.incremental import IncrementalEncoder
+from ttftscope.tokenization.offsets import convert
 
 
 @pytest.fixture(scope="module")
@@ -43,3 +46,39 @@ def test_an_append_that_completes_a_contraction_is_spliced(
     check(old)
     check(old + more)  # same ids as a full encode, by the append path, no fallback
     assert check.paths == ["full", "append"]
+
+
+def _hf_then_ascii(tail: str, more: str) -> str:
+    """An HF-encoded stretch (non-ASCII) joined to the ASCII run after it right before the
+    run's ``_MIN_ASCII + 1``-th character: here, between the quote and its contraction."""
+    return "日本語" + "x" * (fastpath._MIN_ASCII - len(tail)) + tail + more + " and more"
+
+
+def _ascii_then_hf(tail: str, more: str) -> str:
+    """An ASCII stretch joined to the non-ASCII text after it one character early (a letter
+    may compose with a following mark): here, too, between the quote and its contraction."""
+    return "x" * fastpath._MIN_ASCII + tail + more[0] + "日本語" + more[1:] + " and more"
+
+
+@pytest.mark.parametrize("layout", [_hf_then_ascii, _ascii_then_hf])
+@pytest.mark.parametrize(("tail", "more"), [(" abc'", "s"), (" don'", "t"), (" we'", "ll")])
+def test_the_fast_window_keeps_the_same_margin_where_its_stretches_join(
+    o200k_without_added: tokenizers.Tokenizer,
+    layout: Callable[[str, str], str],
+    tail: str,
+    more: str,
+) -> None:
+    """The fast window encoder (``fastpath``) joins the stretches it encodes apart (ASCII in
+    Python, the rest by HF) with the same read horizon as the cut: the pieces before the one
+    holding ``q - 2``. Placed where a join falls between a quote and the contraction it opens,
+    a horizon at ``q`` would emit ``" abc"`` as a piece of its own and start ``"'s"`` another,
+    where HF's encode of the window (the reference) reads ``" abc's"`` as one."""
+    encoder = IncrementalEncoder(o200k_without_added)
+    engines = encoder._eng
+    assert engines.fast is not None
+    window = layout(tail, more)
+    got = engines.fast.encode(window, 0)
+    assert got is not None
+    enc = o200k_without_added.encode(window, add_special_tokens=False)
+    want_ids, want_ends = convert(engines, encoder._table, enc, 0, window)
+    assert (got[0], list(got[1])) == (want_ids, list(want_ends))

@@ -3,7 +3,8 @@
 Laid out as vLLM lays out its ``entrypoints/``, one folder per API over named shared layers
 (top to bottom; ``lint-imports`` holds them):
 
-- ``serve`` and ``app``: how it runs, the routes;
+- ``serve``, ``app`` and ``routing``: how it runs, the one routing table, the one request
+  handler every route goes through;
 - ``proving``: the start-up conformance check of every API's conversion on each upstream;
 - ``apis``: ``chat``, ``completions``, ``messages``, ``responses``, each its endpoint and its
   conversion to vLLM's chat body (``native``: what messages and responses share);

@@ -1,14 +1,16 @@
 """The gateway's app: each API's routes in, token ids (or text) to the right upstream.
 
-Routes: ``POST /v1/chat/completions``, ``/v1/completions``, ``/v1/messages``,
-``/v1/messages/count_tokens`` and ``/v1/responses`` (routed by ``model``; served as plain
-ASGI, :mod:`ttftscope.gateway.transport.asgi`, by each API's ``apis/<api>/endpoint``),
-``GET /v1/models`` (the union), ``GET /health``, ``GET /metrics``, and the stored Responses
+Its routes are one table (:func:`route_table`), every entry served through the one request
+handler (:mod:`~ttftscope.gateway.routing`) as plain ASGI
+(:mod:`~ttftscope.gateway.transport.asgi`): ``POST /v1/chat/completions``,
+``/v1/completions``, ``/v1/messages``, ``/v1/messages/count_tokens`` and ``/v1/responses``
+(routed by ``model``, by each API's ``apis/<api>/endpoint``), the stored Responses
 (``GET /v1/responses/{id}``, ``POST …/cancel``, ``GET …/input_items``: to the upstream that
-created the response, :mod:`~ttftscope.gateway.apis.responses.stored`) (Starlette); anything
-else is a 404 in OpenAI's format. See :mod:`ttftscope.gateway` for what each stage owns.
+created the response, :mod:`~ttftscope.gateway.apis.responses.stored`), ``GET /v1/models``
+(the union), ``GET /health`` and ``GET /metrics``; anything else is a 404. See
+:mod:`ttftscope.gateway` for what each layer owns.
 
->>> sorted(create_app(GatewaySettings()).routes)[:2]
+>>> [route.path for route in create_app(GatewaySettings()).table.routes][:2]
 ['/v1/chat/completions', '/v1/completions']
 """
 
@@ -16,13 +18,10 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-from starlette.applications import Starlette
-from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
 
 from ttftscope.config.schema import GatewaySettings
 from ttftscope.gateway.apis.chat.endpoint import chat_completions
@@ -32,26 +31,18 @@ from ttftscope.gateway.apis.responses.endpoint import responses
 from ttftscope.gateway.apis.responses.stored import ResponseOwners, remembering, stored_route
 from ttftscope.gateway.pipeline.upstreams import environment
 from ttftscope.gateway.proving.conformance import StartupChecks
-from ttftscope.gateway.state import Gateway
-from ttftscope.gateway.transport.apierrors import BadRequest, anthropic_error, openai_error
-from ttftscope.gateway.transport.asgi import HotPath, Receive, Scope
+from ttftscope.gateway.routing import Route, RouteTable
+from ttftscope.gateway.state import Call, Gateway
+from ttftscope.gateway.transport.asgi import HotPath
 from ttftscope.tracing.emit import SpanEmitter
 
-_SERVED = (
-    "/v1/chat/completions, /v1/completions, /v1/messages, /v1/messages/count_tokens, "
-    "/v1/responses, GET /v1/responses/{id} (and /cancel, /input_items), /v1/models, /health, "
-    "/metrics"
-)
+_POST, _GET = frozenset({"POST"}), frozenset({"GET"})
 
 
-async def models(request: Request) -> Response:
-    gw: Gateway = request.app.state.gateway
-    try:
-        gw.check_key(request.scope["headers"])
-    except BadRequest as exc:
-        return openai_error(exc.status, exc.message)
+async def models(call: Call) -> Response:
+    """The models every upstream serves, as OpenAI's model list."""
     data = []
-    for up in gw.upstreams:
+    for up in call.gw.upstreams:
         await up.refresh_models()
         for model in up.models:
             card: dict[str, Any] = {
@@ -66,34 +57,81 @@ async def models(request: Request) -> Response:
     return JSONResponse({"object": "list", "data": data})
 
 
-async def health(request: Request) -> Response:
+async def health(call: Call) -> Response:
     return JSONResponse({"status": "ok"})
 
 
-async def metrics(request: Request) -> Response:
-    gw: Gateway = request.app.state.gateway
-    if not gw.settings.metrics_public:  # upstream names, models and traffic are not public
-        try:
-            gw.check_key(request.scope["headers"])
-        except BadRequest as exc:
-            return openai_error(exc.status, exc.message + " (or gateway.metrics_public = true)")
-    return Response(gw.metrics.exposition(), media_type="text/plain; version=0.0.4")
+async def metrics(call: Call) -> Response:
+    return Response(call.gw.metrics.exposition(), media_type="text/plain; version=0.0.4")
 
 
-async def not_served(request: Request) -> Response:
-    message = (
-        f"{request.method} {request.url.path} is not served by the gateway (it serves {_SERVED})"
+def route_table(owners: ResponseOwners) -> RouteTable:
+    """Every route the gateway serves (``owners``: who created each stored response)."""
+    stored = [
+        Route(
+            frozenset({verb}),
+            f"/v1/responses/{{response_id}}{tail}",
+            "openai",
+            "key",
+            "responses_stored",
+            stored_route(owners, tail),
+        )
+        for tail, verb in (("", "GET"), ("/cancel", "POST"), ("/input_items", "GET"))
+    ]
+    return RouteTable(
+        [
+            Route(_POST, "/v1/chat/completions", "openai", "key", "chat", chat_completions, True),
+            Route(_POST, "/v1/completions", "openai", "key", "completions", completions, True),
+            Route(_POST, "/v1/messages", "anthropic", "key", "messages", messages, True),
+            Route(
+                _POST,
+                "/v1/messages/count_tokens",
+                "anthropic",
+                "key",
+                "count_tokens",
+                count_tokens,
+                True,
+            ),
+            Route(
+                _POST,
+                "/v1/responses",
+                "openai",
+                "key",
+                "responses",
+                remembering(owners, responses),
+                True,
+            ),
+            *stored,
+            Route(_GET, "/v1/models", "openai", "key", None, models),
+            Route(_GET, "/health", "openai", "public", None, health),
+            # upstream names, models and traffic: keyed unless gateway.metrics_public
+            Route(_GET, "/metrics", "openai", "metrics", None, metrics),
+        ]
     )
-    if request.url.path.startswith("/v1/messages"):
-        return anthropic_error(404, message)
-    return openai_error(404, message)
 
 
-def method_not_allowed(method: str, path: str) -> Response:
-    message = f"{method} {path}: only POST is served here"
-    if path.startswith("/v1/messages"):
-        return anthropic_error(405, message)
-    return openai_error(405, message)
+class GatewayApp(HotPath):
+    """The gateway as an ASGI app: its state (``gateway``) and its routes (``table``)."""
+
+    def __init__(self, gateway: Gateway, table: RouteTable, emitter: SpanEmitter | None) -> None:
+        @contextlib.asynccontextmanager
+        async def lifespan() -> AsyncIterator[None]:
+            await gateway.start()
+            try:
+                yield
+            finally:
+                await gateway.close()
+                if emitter is not None:
+                    emitter.shutdown()
+
+        self.gateway, self.table = gateway, table
+        left = gateway.metrics.client_disconnects
+        super().__init__(
+            lambda scope: self.table.find(gateway, scope),
+            lifespan,
+            on_left=lambda phase: left.labels(phase).inc(),
+            emitter=emitter,
+        )
 
 
 def create_app(
@@ -101,61 +139,16 @@ def create_app(
     *,
     env: Mapping[str, str] | None = None,
     emitter: SpanEmitter | None = None,
-) -> HotPath:
+) -> GatewayApp:
     """The gateway as an ASGI app; upstreams are probed when it starts (lifespan).
 
     With an ``emitter`` (:func:`~ttftscope.tracing.emit.open_emitter`) every request is
     traced; it is shut down (its queued spans sent) when the app stops.
 
     >>> from ttftscope.config.schema import GatewaySettings
-    >>> create_app(GatewaySettings()).state.gateway.upstreams
+    >>> create_app(GatewaySettings()).gateway.upstreams
     []
     """
     prover = StartupChecks(settings.version_poll_seconds)
     gateway = Gateway(settings, environment() if env is None else env, prover=prover)
-
-    @contextlib.asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        await gateway.start()
-        try:
-            yield
-        finally:
-            await gateway.close()
-            if emitter is not None:
-                emitter.shutdown()
-
-    owners = ResponseOwners()
-    stored = [
-        Route(f"/v1/responses/{{response_id}}{tail}", stored_route(owners, tail), methods=[verb])
-        for tail, verb in (("", "GET"), ("/cancel", "POST"), ("/input_items", "GET"))
-    ]
-    routes = [
-        *stored,
-        Route("/v1/models", models, methods=["GET"]),
-        Route("/health", health, methods=["GET"]),
-        Route("/metrics", metrics, methods=["GET"]),
-        Route("/{path:path}", not_served, methods=["GET", "POST", "PUT", "DELETE", "PATCH"]),
-    ]
-    app = Starlette(routes=routes, lifespan=lifespan)
-    app.state.gateway = gateway
-
-    def bound(
-        handler: Callable[[Gateway, Scope, Receive], Awaitable[Response]],
-    ) -> Callable[[Scope, Receive], Awaitable[Response]]:
-        return lambda scope, receive: handler(gateway, scope, receive)
-
-    hot = {
-        "/v1/chat/completions": bound(chat_completions),
-        "/v1/completions": bound(completions),
-        "/v1/messages": bound(messages),
-        "/v1/messages/count_tokens": bound(count_tokens),
-        "/v1/responses": bound(remembering(owners, responses)),
-    }
-    left = gateway.metrics.client_disconnects
-    return HotPath(
-        app,
-        hot,
-        method_not_allowed,
-        on_left=lambda phase: left.labels(phase).inc(),
-        emitter=emitter,
-    )
+    return GatewayApp(gateway, route_table(ResponseOwners()), emitter)

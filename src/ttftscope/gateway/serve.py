@@ -74,8 +74,7 @@ class BackgroundGateway(ThreadServer):
 
     @property
     def gateway(self) -> Gateway:
-        gw: Gateway = self.app.state.gateway
-        return gw
+        return self.app.gateway
 
     @property
     def base_url(self) -> str:

@@ -38,7 +38,7 @@ from ttftscope.gateway.pipeline.verify import Verifier
 from ttftscope.gateway.runtime.coldpool import ColdPool
 from ttftscope.gateway.runtime.hosttuning import HOST
 from ttftscope.gateway.runtime.workpool import WorkPool
-from ttftscope.gateway.transport.apierrors import BadRequest, ErrorFormat, error_response
+from ttftscope.gateway.transport.apierrors import BadRequest
 from ttftscope.gateway.transport.asgi import BodyTooLarge, Receive, Scope, header, read_body
 from ttftscope.gateway.transport.hoptrace import traced
 from ttftscope.gateway.transport.jsoncodec import JsonRejected, loads_as_vllm
@@ -180,9 +180,8 @@ class Gateway:
             )
 
     async def read(self, scope: Scope, receive: Receive) -> tuple[bytes, dict[str, Any], Upstream]:
-        """Check the key, read the body, refuse fields vLLM would refuse, route by its model,
-        log it: what every POST does."""
-        self.check_key(scope["headers"])
+        """Read the body, refuse fields vLLM would refuse, route by its model, log it: what
+        every route served by model does once its key is checked (``routing``)."""
         raw, body, exact = await self.body(scope, receive)
         check_stream(scope["path"], body)  # vLLM validates before it looks at the model
         self.check_messages(body)
@@ -300,11 +299,30 @@ class Gateway:
                 self._seen[(up.name, name)] = value
 
 
-def internal_error(fmt: ErrorFormat, route: str) -> Response:
-    """A 500 in the route's API format for a failure of the gateway's own (logged with its
-    traceback); the endpoint still counts it in ``requests_total``."""
-    log.exception("gateway: %s request failed", route)
-    return error_response(fmt, 500, "the gateway failed on this request (its log says why)")
+@dataclasses.dataclass
+class Call:
+    """One request as the gateway's one request handler (``routing``) hands it to a route:
+    its scope and path parameters and, for a route served by model, the body read, parsed and
+    checked, and its upstream. The route says how it served the request in ``mode`` ("ids"
+    or "text") and, when it picks an upstream itself, sets ``up``: the handler counts both.
+
+    >>> Call(Gateway(GatewaySettings(), {}, prover=None), {"path": "/health"}).mode
+    'text'
+    """
+
+    gw: Gateway
+    scope: Scope
+    params: dict[str, str] = dataclasses.field(default_factory=dict)
+    raw: bytes = b""
+    body: dict[str, Any] = dataclasses.field(default_factory=dict)
+    up: Upstream | None = None
+    mode: str = "text"
+
+    @property
+    def routed(self) -> Upstream:
+        """The upstream the body's model routed to (on a route served by model)."""
+        assert self.up is not None, "only a route served by model has its upstream read"
+        return self.up
 
 
 def check_stream(path: str, body: Mapping[str, Any]) -> None:

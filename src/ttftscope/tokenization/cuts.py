@@ -69,6 +69,7 @@ from typing import NamedTuple
 
 from ttftscope.tokenization.offsets import convert, occurrences, plain
 from ttftscope.tokenization.textscan import (
+    READ_MARGIN,
     RUN_CAP,
     agreement,
     last_ascii,
@@ -164,7 +165,7 @@ def _regex_cut(cached: Cached, text: str, c: int) -> Splice | None:
     composing = cached.eng.plan.composing
     c_eff = last_ascii(old, c, RUN_CAP) if composing else c
     q = last_run_start(old, c_eff, RUN_CAP) if c_eff > 0 else -1
-    target = _target(cached, c, q - 2, 0) if q >= 0 else -1
+    target = _target(cached, c, q - READ_MARGIN, 0) if q >= 0 else -1
     if target <= 0:
         return None
     k = bisect_right(ends, 2 * target + 1)

@@ -57,7 +57,7 @@ from typing import Any, NamedTuple, cast
 import tokenizers
 
 from ttftscope.tokenization.regex_ascii import translate_ascii
-from ttftscope.tokenization.textscan import RUN_CAP, last_run_start
+from ttftscope.tokenization.textscan import READ_MARGIN, RUN_CAP, last_run_start
 
 _GPT2_REGEX = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"
 _NON_ASCII = re.compile(r"[^\x00-\x7f]")
@@ -273,7 +273,7 @@ class FastWindow:
         if not final:
             starts = list(accumulate(map(len, pieces), initial=pos))
             q = last_run_start(w, end, RUN_CAP)
-            j = bisect_right(starts, q - 2) - 1 if q >= 0 else 0
+            j = bisect_right(starts, q - READ_MARGIN) - 1 if q >= 0 else 0
             if j < 1:
                 return None
             del pieces[j:]
@@ -346,7 +346,7 @@ class FastWindow:
         q = last_run_start(w, z, RUN_CAP)
         if q < 0:
             return 0
-        k = bisect_right(offsets, (q - 2 - pos, 1 << 62)) - 1
+        k = bisect_right(offsets, (q - READ_MARGIN - pos, 1 << 62)) - 1
         while k > 0 and not (flags[k] and (not self._forms or w[pos + offsets[k][0]].isascii())):
             k -= 1
         return max(k, 0)

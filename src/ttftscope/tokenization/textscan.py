@@ -16,6 +16,12 @@ from typing import AnyStr
 from ttftscope.tokenization.boundary import SPACE_MARK
 
 RUN_CAP = 4096  # longest trailing same-class run searched before giving up (full encode)
+# The read horizon's margin: a proven cut keeps only the pieces before the one holding
+# character ``q - READ_MARGIN`` (``q``: where the text's last coarse-class run starts), since
+# a regex match may read past its own end (o200k's contractions: " abc" + "'s"). The cut
+# (``cuts``) and the fast window's joins (``fastpath``) both stop there;
+# tests/tokenization/test_read_horizon.py pins each.
+READ_MARGIN = 2
 
 # --- character classes -----------------------------------------------------------------------
 # Coarse classes of the read-horizon argument: letters+marks, numbers, white space, other.

@@ -11,7 +11,6 @@ calls, stop reasons, events). The conversion to vLLM's chat body is the API's ow
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from starlette.responses import Response
@@ -23,17 +22,15 @@ from ttftscope.gateway.pipeline.passthrough import PassThrough
 from ttftscope.gateway.pipeline.render import Convert
 from ttftscope.gateway.pipeline.shapes import NativeApi
 from ttftscope.gateway.pipeline.upstreams import Upstream
-from ttftscope.gateway.state import Gateway, internal_error, session_pin
-from ttftscope.gateway.transport.apierrors import BadRequest, ErrorFormat, error_response
-from ttftscope.gateway.transport.asgi import ClientGone, Receive, Scope, cancel_status
+from ttftscope.gateway.state import Call, Gateway, session_pin
+from ttftscope.gateway.transport.apierrors import ErrorFormat
+from ttftscope.gateway.transport.asgi import Scope
 from ttftscope.gateway.transport.idsbody import kv_ids_body
 from ttftscope.gateway.transport.jsoncodec import InexactNumber
 
 
 async def serve_native(
-    gw: Gateway,
-    scope: Scope,
-    receive: Receive,
+    call: Call,
     *,
     api: NativeApi,
     convert: Convert,
@@ -42,24 +39,10 @@ async def serve_native(
 ) -> Response:
     """Answer one request of ``api`` (converted by ``convert``; upstream ``path``), errors
     in ``fmt``."""
-    up: Upstream | None = None
-    mode = "text"
-    try:
-        raw, body, up = await gw.read(scope, receive)
-        stream = stream_of(body)  # gw.read checked it
-        data, mode = await _with_ids(gw, up, raw, body, scope, api, convert)
-        response = await forward(up, path, data, stream=stream, metrics=gw.metrics, fmt=fmt)
-    except BadRequest as exc:
-        response = error_response(fmt, exc.status, exc.message, headers=exc.headers)
-    except ClientGone:
-        response = Response(status_code=499)
-    except asyncio.CancelledError:  # the client left (499) or the deadline passed (504)
-        if (status := cancel_status()) is not None:
-            gw.count(api, up, mode, Response(status_code=status))
-        raise
-    except Exception:
-        response = internal_error(fmt, api)
-    return gw.count(api, up, mode, response)
+    gw, up, body = call.gw, call.routed, call.body
+    stream = stream_of(body)  # gw.read checked it
+    data, call.mode = await _with_ids(gw, up, call.raw, body, call.scope, api, convert)
+    return await forward(up, path, data, stream=stream, metrics=gw.metrics, fmt=fmt)
 
 
 async def _with_ids(

@@ -113,6 +113,18 @@ def stream_error(fmt: ErrorFormat, message: str, *, status: int = 502) -> bytes:
     return b"data: " + orjson.dumps(body) + b"\n\n"
 
 
+def api_format(path: str) -> ErrorFormat:
+    """The error format of the API served at ``path`` (Anthropic's for ``/v1/messages``):
+    the one place a format is read from a path, for answers made before a route is found
+    (bounds, deadlines, 404, 405); each route of the app's table names its own, and
+    ``tests/gateway/test_doors.py`` holds the two equal.
+
+    >>> api_format("/v1/messages/count_tokens"), api_format("/v1/chat/completions")
+    ('anthropic', 'openai')
+    """
+    return "anthropic" if path.startswith("/v1/messages") else "openai"
+
+
 class BadRequest(Exception):
     """The client's request cannot be served; ``status``, a message that says why, and
     headers for the answer (``Retry-After`` on a 503)."""

@@ -1,10 +1,10 @@
-"""The gateway's hot path as plain ASGI: the POST routes skip Starlette's machinery.
+"""The gateway's server side as plain ASGI: no Starlette machinery on any route.
 
-A request to one of the POST routes is read, answered and streamed here directly, and
-ended when its client leaves (:class:`Watch`); every other request (models, health,
-metrics, 404s, lifespan) goes to the Starlette app. Starlette's ``Request``, routing and
-``StreamingResponse`` (a task group per stream) cost a few hundred microseconds per
-request, a good share of the ~1 ms a Python hop may add.
+Every request is read, answered and streamed here directly, and ended when its client
+leaves (:class:`Watch`); the app's one routing table says which endpoint answers it
+(:class:`HotPath`'s ``find``). Starlette's ``Request``, routing and ``StreamingResponse``
+(a task group per stream) cost a few hundred microseconds per request, a good share of the
+~1 ms a Python hop may add; only its ``Response`` classes are kept, as plain data.
 
 >>> header([(b"authorization", b"Bearer k")], "authorization")
 'Bearer k'
@@ -13,8 +13,11 @@ request, a good share of the ~1 ms a Python hop may add.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+import traceback
+from collections.abc import Awaitable, Callable, MutableMapping
+from contextlib import AbstractAsyncContextManager
 from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from starlette.responses import Response, StreamingResponse
@@ -29,6 +32,8 @@ Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+# what answers one request once its route is found (the app's routing table binds it)
+Endpoint = Callable[[Scope, Receive], Awaitable[Response]]
 # when a client left: before its answer began (counted 499), or during its stream
 Phase = Literal["before_answer", "mid_stream"]
 
@@ -180,46 +185,51 @@ async def send_response(response: Response, send: Send, watch: Watch) -> None:
     await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
-class HotPath:
-    """ASGI app: ``routes`` (path → handler) served directly, the rest by ``fallback``.
+@dataclass(frozen=True)
+class Found:
+    """What answers one request: its ``endpoint``, and whether the request is ``traced``
+    (the routes served by model: the hop a trace is about)."""
 
-    Each routed request's trace headers go on to the upstream; with an ``emitter`` the
-    request is also traced (:mod:`~ttftscope.gateway.transport.hoptrace`), its spans emitted
-    once the answer is sent.
+    endpoint: Endpoint
+    traced: bool = False
+
+
+class HotPath:
+    """ASGI app: every HTTP request answered by the endpoint ``find`` gives for its scope,
+    as plain ASGI; ``lifespan`` runs around the server's life (as Starlette runs it).
+
+    A traced request's trace headers go on to the upstream; with an ``emitter`` it is also
+    traced (:mod:`~ttftscope.gateway.transport.hoptrace`), its spans emitted once the answer
+    is sent.
     """
 
     def __init__(
         self,
-        fallback: Any,
-        routes: Mapping[str, Callable[[Scope, Receive], Awaitable[Response]]],
-        method_not_allowed: Callable[[str, str], Response],
+        find: Callable[[Scope], Found],
+        lifespan: Callable[[], AbstractAsyncContextManager[None]],
         on_left: Callable[[Phase], None] = lambda phase: None,
         emitter: SpanEmitter | None = None,
     ) -> None:
-        self.fallback = fallback
-        self.routes = routes
-        self.method_not_allowed = method_not_allowed
+        self.find = find
+        self.lifespan = lifespan
         self.on_left = on_left
         self.emitter = emitter
 
-    @property
-    def state(self) -> Any:
-        """The fallback Starlette app's ``state`` (where the gateway lives)."""
-        return self.fallback.state
-
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        handler = self.routes.get(scope["path"]) if scope["type"] == "http" else None
-        if handler is None:
-            await self.fallback(scope, receive, send)
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
             return
-        hop = begin(scope["headers"], on=self.emitter is not None)
+        if scope["type"] != "http":
+            return  # websockets: not served (the server refuses the upgrade)
+        found = self.find(scope)
+        hop = begin(scope["headers"], on=self.emitter is not None) if found.traced else None
         if hop is None:  # tracing off, no trace headers: nothing more than before
-            await self._serve(handler, scope, receive, send)
+            await self._serve(found.endpoint, scope, receive, send)
             return
         token = CURRENT.set(hop)
         status = 500
         try:
-            status = await self._serve(handler, scope, receive, send)
+            status = await self._serve(found.endpoint, scope, receive, send)
         except asyncio.CancelledError:
             status = cancel_status() or status
             raise
@@ -228,23 +238,31 @@ class HotPath:
             if hop.ctx is not None and self.emitter is not None:
                 self.emitter.emit_later(GATEWAY_SERVICE, hop.finish(scope["path"], status))
 
-    async def _serve(
-        self,
-        handler: Callable[[Scope, Receive], Awaitable[Response]],
-        scope: Scope,
-        receive: Receive,
-        send: Send,
-    ) -> int:
-        """Answer one routed request; the status sent (499: the client left first)."""
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        """Start-up and shut-down, told to the server as Starlette's router tells it."""
+        started = False
+        await receive()
+        try:
+            async with self.lifespan():
+                await send({"type": "lifespan.startup.complete"})
+                started = True
+                await receive()
+        except BaseException:
+            text = traceback.format_exc()
+            failed = "lifespan.shutdown.failed" if started else "lifespan.startup.failed"
+            await send({"type": failed, "message": text})
+            raise
+        else:
+            await send({"type": "lifespan.shutdown.complete"})
+
+    async def _serve(self, endpoint: Endpoint, scope: Scope, receive: Receive, send: Send) -> int:
+        """Answer one request; the status sent (499: the client left first)."""
         watch = Watch(receive)
         watching = _WATCH.set(watch)
         phase: Phase = "before_answer"
         status = 500
         try:
-            if scope["method"] != "POST":
-                response = self.method_not_allowed(scope["method"], scope["path"])
-            else:
-                response = await handler(scope, watch.receive)
+            response = await endpoint(scope, watch.receive)
             status = response.status_code
             phase = "mid_stream"
             await send_response(response, send, watch)

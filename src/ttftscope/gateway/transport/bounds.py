@@ -29,8 +29,8 @@ import httptools
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
 from ttftscope.config.schema import GatewaySettings
-from ttftscope.gateway.transport.apierrors import error_response
-from ttftscope.gateway.transport.deadline import CLOSE_EXTENSION, Deadline, api_format
+from ttftscope.gateway.transport.apierrors import api_format, error_response
+from ttftscope.gateway.transport.deadline import CLOSE_EXTENSION, Deadline
 
 
 @dataclass(frozen=True)

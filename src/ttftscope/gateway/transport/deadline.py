@@ -21,7 +21,12 @@ import asyncio
 from contextvars import ContextVar
 from typing import Any
 
-from ttftscope.gateway.transport.apierrors import ErrorFormat, error_response, stream_error
+from ttftscope.gateway.transport.apierrors import (
+    ErrorFormat,
+    api_format,
+    error_response,
+    stream_error,
+)
 
 # the last words to a client that does not read: they may wait this long for it
 _GRACE_S = 5.0
@@ -56,15 +61,6 @@ def close_connection(scope: Any) -> None:
         close()
 
 
-def api_format(path: str) -> ErrorFormat:
-    """The error format of the API served at ``path`` (Anthropic's for ``/v1/messages``).
-
-    >>> api_format("/v1/messages/count_tokens"), api_format("/v1/chat/completions")
-    ('anthropic', 'openai')
-    """
-    return "anthropic" if path.startswith("/v1/messages") else "openai"
-
-
 class Deadline:
     """ASGI middleware: ``app`` gets at most ``seconds`` per HTTP exchange.
 
@@ -78,10 +74,6 @@ class Deadline:
         self._open: dict[asyncio.Task[Any], float] = {}  # exchange -> when it is due
         self._late: set[asyncio.Task[Any]] = set()
         self._sweep_at: asyncio.TimerHandle | None = None
-
-    @property
-    def state(self) -> Any:
-        return self.app.state
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         task = asyncio.current_task()

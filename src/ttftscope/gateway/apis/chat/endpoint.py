@@ -6,7 +6,6 @@ translated to ``/v1/completions`` where that answers exactly (``translate``).
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import orjson
@@ -21,31 +20,16 @@ from ttftscope.gateway.pipeline.inputpolicy import lax_bool, stream_of
 from ttftscope.gateway.pipeline.passthrough import PassThrough
 from ttftscope.gateway.pipeline.sessions import Encoded
 from ttftscope.gateway.pipeline.upstreams import Upstream
-from ttftscope.gateway.state import Gateway, internal_error, session_pin
-from ttftscope.gateway.transport.apierrors import BadRequest, openai_error
-from ttftscope.gateway.transport.asgi import ClientGone, Receive, Scope, cancel_status
+from ttftscope.gateway.state import Call, Gateway, session_pin
 from ttftscope.gateway.transport.idsbody import chat_ids_body, splice_ids
 from ttftscope.gateway.transport.jsoncodec import InexactNumber, dumps
 
 
-async def chat_completions(gw: Gateway, scope: Scope, receive: Receive) -> Response:
+async def chat_completions(call: Call) -> Response:
     """One chat request, answered by the routed upstream."""
-    up: Upstream | None = None
-    mode = "text"
-    try:
-        raw, body, up = await gw.read(scope, receive)
-        mode, response = await _chat(gw, up, raw, body, session_pin(scope["headers"], body))
-    except BadRequest as exc:
-        response = openai_error(exc.status, exc.message, headers=exc.headers)
-    except ClientGone:
-        response = Response(status_code=499)
-    except asyncio.CancelledError:  # the client left (499) or the deadline passed (504)
-        if (status := cancel_status()) is not None:
-            gw.count("chat", up, mode, Response(status_code=status))
-        raise
-    except Exception:
-        response = internal_error("openai", "chat")
-    return gw.count("chat", up, mode, response)
+    pin = session_pin(call.scope["headers"], call.body)
+    call.mode, response = await _chat(call.gw, call.routed, call.raw, call.body, pin)
+    return response
 
 
 async def _chat(

@@ -14,7 +14,6 @@ asked of the upstream.
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import orjson
@@ -26,17 +25,14 @@ from ttftscope.gateway.pipeline.forward import forward
 from ttftscope.gateway.pipeline.idpath import encode_chat, prepare, takes_ids
 from ttftscope.gateway.pipeline.passthrough import PassThrough
 from ttftscope.gateway.pipeline.upstreams import Upstream
-from ttftscope.gateway.state import Gateway, internal_error, session_pin
-from ttftscope.gateway.transport.apierrors import BadRequest, anthropic_error
-from ttftscope.gateway.transport.asgi import ClientGone, Receive, Scope, cancel_status
+from ttftscope.gateway.state import Call, Gateway, session_pin
+from ttftscope.gateway.transport.asgi import Scope
 
 
-async def messages(gw: Gateway, scope: Scope, receive: Receive) -> Response:
+async def messages(call: Call) -> Response:
     """One Anthropic Messages request, answered by vLLM's ``/v1/messages``."""
     return await serve_native(
-        gw,
-        scope,
-        receive,
+        call,
         api="messages",
         convert=messages_as_chat,
         path="/messages",
@@ -44,32 +40,24 @@ async def messages(gw: Gateway, scope: Scope, receive: Receive) -> Response:
     )
 
 
-async def count_tokens(gw: Gateway, scope: Scope, receive: Receive) -> Response:
+async def count_tokens(call: Call) -> Response:
     """``input_tokens`` of an Anthropic request, counted by the gateway."""
-    up: Upstream | None = None
-    mode = "text"
-    try:
-        raw, body, up = await gw.read(scope, receive)
-        n = await _count(gw, up, body, len(raw), scope) if takes_ids(up, "messages") else None
-        if n is None:
-            response = await forward(
-                up, "/messages/count_tokens", raw, stream=False, metrics=gw.metrics, fmt="anthropic"
-            )
-        else:
-            mode = "ids"
-            answer = {"input_tokens": n, "context_management": {"original_input_tokens": n}}
-            response = Response(orjson.dumps(answer), media_type="application/json")
-    except BadRequest as exc:
-        response = anthropic_error(exc.status, exc.message, headers=exc.headers)
-    except ClientGone:
-        response = Response(status_code=499)
-    except asyncio.CancelledError:  # the client left (499) or the deadline passed (504)
-        if (status := cancel_status()) is not None:
-            gw.count("count_tokens", up, mode, Response(status_code=status))
-        raise
-    except Exception:
-        response = internal_error("anthropic", "count_tokens")
-    return gw.count("count_tokens", up, mode, response)
+    gw, up, body = call.gw, call.routed, call.body
+    n = None
+    if takes_ids(up, "messages"):
+        n = await _count(gw, up, body, len(call.raw), call.scope)
+    if n is None:
+        return await forward(
+            up,
+            "/messages/count_tokens",
+            call.raw,
+            stream=False,
+            metrics=gw.metrics,
+            fmt="anthropic",
+        )
+    call.mode = "ids"
+    answer = {"input_tokens": n, "context_management": {"original_input_tokens": n}}
+    return Response(orjson.dumps(answer), media_type="application/json")
 
 
 async def _count(

@@ -18,16 +18,13 @@ from starlette.responses import Response
 
 from ttftscope.gateway.apis.native import serve_native
 from ttftscope.gateway.apis.responses.convert import responses_as_chat
-from ttftscope.gateway.state import Gateway
-from ttftscope.gateway.transport.asgi import Receive, Scope
+from ttftscope.gateway.state import Call
 
 
-async def responses(gw: Gateway, scope: Scope, receive: Receive) -> Response:
+async def responses(call: Call) -> Response:
     """One Responses request, answered by vLLM's ``/v1/responses``."""
     return await serve_native(
-        gw,
-        scope,
-        receive,
+        call,
         api="responses",
         convert=responses_as_chat,
         path="/responses",

@@ -22,23 +22,20 @@ import contextlib
 from collections import OrderedDict
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
 from typing import Any, Literal
-from urllib.parse import quote
+from urllib.parse import parse_qsl, quote
 
 import orjson
-from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from ttftscope.gateway.pipeline.forward import forward
 from ttftscope.gateway.pipeline.upstreams import Upstream
-from ttftscope.gateway.state import Gateway
-from ttftscope.gateway.transport.apierrors import BadRequest, openai_error
-from ttftscope.gateway.transport.asgi import Receive, Scope
+from ttftscope.gateway.state import Call, Gateway
+from ttftscope.gateway.transport.apierrors import openai_error
 
-Handler = Callable[[Gateway, Scope, Receive], Awaitable[Response]]
+Handler = Callable[[Call], Awaitable[Response]]
 # pydantic's lax booleans, as vLLM reads its ``stream`` query parameter
 _TRUE = frozenset({"1", "on", "t", "true", "y", "yes"})
 _HEAD = 64 << 10  # bytes of a stream searched for its response.created event
-ROUTE = "responses_stored"
 
 
 class ResponseOwners:
@@ -73,8 +70,9 @@ class ResponseOwners:
 def remembering(owners: ResponseOwners, handler: Handler) -> Handler:
     """``handler`` (``POST /v1/responses``) whose stored responses ``owners`` remembers."""
 
-    async def handle(gw: Gateway, scope: Scope, receive: Receive) -> Response:
-        response = await handler(gw, scope, receive)
+    async def handle(call: Call) -> Response:
+        gw = call.gw
+        response = await handler(call)
         if response.status_code != 200:
             return response
         if isinstance(response, StreamingResponse):
@@ -124,22 +122,20 @@ def _created(head: bytes) -> object:
     return None
 
 
-def stored_route(owners: ResponseOwners, suffix: str) -> Callable[[Request], Awaitable[Response]]:
-    """The Starlette endpoint of ``/v1/responses/{response_id}`` + ``suffix``."""
+def stored_route(owners: ResponseOwners, suffix: str) -> Handler:
+    """The handler of ``/v1/responses/{response_id}`` + ``suffix``."""
     method: Literal["GET", "POST"] = "POST" if suffix == "/cancel" else "GET"
 
-    async def endpoint(request: Request) -> Response:
-        gw: Gateway = request.app.state.gateway
-        try:
-            gw.check_key(request.scope["headers"])
-        except BadRequest as exc:
-            return openai_error(exc.status, exc.message)
-        rid = str(request.path_params["response_id"])
+    async def endpoint(call: Call) -> Response:
+        rid = call.params["response_id"]
         path = f"/responses/{quote(rid, safe='')}{suffix}"
-        query = request.url.query
-        stream = suffix == "" and request.query_params.get("stream", "").lower() in _TRUE
+        query = call.scope.get("query_string", b"").decode("latin-1")
+        # the last value of a repeated parameter, as Starlette's query_params reads it
+        asked = dict(parse_qsl(query, keep_blank_values=True)).get("stream", "")
+        stream = suffix == "" and asked.lower() in _TRUE
         target = f"{path}?{query}" if query else path
-        return await _ask(gw, owners, rid, target, method, stream=stream)
+        call.up, response = await _ask(call.gw, owners, rid, target, method, stream=stream)
+        return response
 
     return endpoint
 
@@ -152,10 +148,11 @@ async def _ask(
     method: Literal["GET", "POST"],
     *,
     stream: bool,
-) -> Response:
-    """The owner's answer; for an id not seen, the first upstream's that is not a 404."""
+) -> tuple[Upstream | None, Response]:
+    """The upstream asked last and its answer; for an id not seen, the first upstream's that
+    is not a 404."""
     if not gw.upstreams:
-        return openai_error(404, f"no upstream is configured to hold response {rid!r}")
+        return None, openai_error(404, f"no upstream is configured to hold response {rid!r}")
     response: Response | None = None
     up: Upstream | None = None
     for up in _candidates(gw, owners.owner(rid)):
@@ -165,7 +162,7 @@ async def _ask(
                 owners.remember(rid, up.name)
             break
     assert response is not None
-    return gw.count(ROUTE, up, "text", response)
+    return up, response
 
 
 def _candidates(gw: Gateway, owner: str | None) -> list[Upstream]:
