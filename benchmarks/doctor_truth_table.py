@@ -9,16 +9,20 @@ diagnoses the records as ``ttftscope doctor --no-live --records DIR`` does. Prin
 line per scenario, then a readable table. ``tests/doctor/test_truth_table.py`` asserts the
 same rows.
 
-    .venv/bin/python benchmarks/doctor_truth_table.py
+    .venv/bin/python benchmarks/doctor_truth_table.py [--scenario NAME ...]
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import sys
 import tempfile
 from dataclasses import asdict
 from pathlib import Path
 
+# the repository root: the scenario server and the table are the tests' tooling, not installed
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.doctor.truthtable import SCENARIOS, Row, run_scenario
 
 
@@ -39,9 +43,15 @@ def table(rows: list[Row]) -> str:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description="The doctor's truth table.")
+    names = [s.name for s in SCENARIOS]
+    parser.add_argument(
+        "--scenario", action="append", choices=names, help="only these (default: every one)"
+    )
+    chosen = parser.parse_args().scenario or names
     rows: list[Row] = []
     with tempfile.TemporaryDirectory() as tmp:
-        for i, s in enumerate(SCENARIOS):
+        for i, s in enumerate(x for x in SCENARIOS if x.name in chosen):
             row = run_scenario(s, Path(tmp) / str(i))
             print(json.dumps(asdict(row) | {"ok": row.ok}), flush=True)
             rows.append(row)

@@ -10,6 +10,8 @@ accounting, never the doctor's figure.
 from __future__ import annotations
 
 import dataclasses
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -54,3 +56,31 @@ def test_the_table_is_wrong_when_the_saving_is_off_by_more_than_a_quarter() -> N
     assert not Row("x", "queueing", "network-path", 300.0, 300.0, ("network-path",)).ok
     client = Row("x", "tokenization-bound", "tokenization-bound", 300.0, 300.0, ("x",))
     assert not dataclasses.replace(client, title="TTFT is 90% client-side", says="server-side").ok
+
+
+def test_the_benchmark_prints_the_table_when_run_as_a_script() -> None:
+    """``python benchmarks/doctor_truth_table.py``, from the repository root, as the README
+    says: the tests' tooling it imports is found without the caller setting a path."""
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.run(
+        [sys.executable, "benchmarks/doctor_truth_table.py", "--scenario", "healthy"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    last = proc.stdout.strip().splitlines()[-1]
+    assert last.split() == [
+        "healthy",
+        "no",
+        "problem",
+        "found",
+        "no",
+        "problem",
+        "found",
+        "-",
+        "-",
+        "yes",
+    ]
