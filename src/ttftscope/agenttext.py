@@ -111,7 +111,7 @@ _FULL_WIDTH = {c: c + 0xFEE0 for c in range(0x21, 0x7F)}
 
 
 def non_ascii(text: str) -> str:
-    """``text`` in full-width letters: the same structure and length, non-ASCII throughout
+    r"""``text`` in full-width letters: the same structure and length, non-ASCII throughout
     (what a tokenizer's non-ASCII path meets, beside the ASCII original).
 
     >>> non_ascii("def f(x):\n    return 1")
