@@ -11,7 +11,6 @@ CLI had the doctor make.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from typing import Literal
 
@@ -68,21 +67,18 @@ class Finding(BaseModel):
 
     @model_validator(mode="after")
     def _saving_within_part(self) -> Finding:
-        """Clamp ``saving_ms`` to ``part_ms``, rounded down to 0.1 ms when clamped (rounded to
-        the nearest, 2.75 would read 2.8, above its part).
+        """Clamp ``saving_ms`` to ``part_ms`` (not rounded here: a saving rounded up past its
+        part would exceed it, and one rounded twice would read otherwise than its evidence).
 
         >>> Finding(id="queueing", severity="info", title="t", remedy="r", saving_ms=142.0,
         ...         part_ms=26.0).saving_ms
         26.0
-        >>> Finding(id="queueing", severity="info", title="t", remedy="r", saving_ms=2.78,
+        >>> Finding(id="queueing", severity="info", title="t", remedy="r", saving_ms=2.8,
         ...         part_ms=2.75).saving_ms
-        2.7
+        2.75
         """
         if self.saving_ms is not None and self.part_ms is not None:
-            saving = round(self.saving_ms, 1)
-            self.saving_ms = (
-                saving if saving <= self.part_ms else math.floor(self.part_ms * 10) / 10
-            )
+            self.saving_ms = min(self.saving_ms, self.part_ms)
         return self
 
     @property

@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import math
 import re
 import statistics
 from pathlib import Path
@@ -70,9 +69,8 @@ def _ttfts(run: Run, variant: str, size: int) -> list[float]:
 
 
 def _clamped(saving: float, part: float) -> float:
-    """A saving as shown: to 0.1 ms, and never above its part (then its part, rounded down)."""
-    shown = round(saving, 1)
-    return shown if shown <= part else math.floor(part * 10) / 10
+    """The rule's saving (to 0.1 ms), never above its part."""
+    return min(round(saving, 1), part)
 
 
 def _part_median(run: Run, series: str, field: str) -> float:

@@ -4,14 +4,19 @@ the same cost per token in both scripts is no finding."""
 
 from __future__ import annotations
 
+import re
+import statistics
 from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.report.fixtures import Parts, record, write_probe_dir
 from ttftscope.doctor.diagnose import diagnose_runs
 from ttftscope.doctor.rules.nonascii import slow_path_findings
 from ttftscope.findings import Finding
 from ttftscope.records import RequestRecord
-from ttftscope.results.runs import load_runs
+from ttftscope.results.runs import Run, RunPart, load_runs
 
 SIZE = 8000
 
@@ -71,3 +76,33 @@ def test_the_slow_path_is_not_also_called_tokenization_bound(tmp_path: Path) -> 
     write_probe_dir(tmp_path, _series([10, 11, 12, 10, 11], [300, 310, 320, 305, 301]))
     findings, _ = diagnose_runs(load_runs([tmp_path]))
     assert [f.id for f in findings if f.gates] == ["non-ascii-slow-path"]
+
+
+_fe = st.floats(min_value=0.0, max_value=500.0, allow_nan=False)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(_fe, _fe), min_size=1, max_size=6))
+def test_a_slow_path_finding_agrees_with_its_pairs(pairs: list[tuple[float, float]]) -> None:
+    """Over generated pairs: a warning only when every figure it quotes points its way, its
+    saving the quoted per-pair median and never above the part it removes."""
+    ascii_ms, wide_ms = [a for a, _ in pairs], [w for _, w in pairs]
+    part = RunPart(
+        kind="probe",
+        key="p",
+        label="p",
+        source=Path("p.jsonl"),
+        records=tuple(_series(ascii_ms, wide_ms)),
+    )
+    found = slow_path_findings(Run(kind="probe", key="p", label="p", parts=(part,)))
+    excess = [w - a for a, w in pairs]  # equal prompt tokens: no scaling
+    for f in found:
+        quoted = re.search(r"per pair: (-?[\d,]+) ms", f.evidence[1].fact)
+        assert quoted is not None
+        if f.severity == "warning":
+            assert f.saving_ms is not None and f.part_ms is not None
+            assert f.saving_ms <= f.part_ms and f.saving_ms >= 20.0
+            assert quoted.group(1) == f"{f.saving_ms:,.0f}"  # one figure, shown twice
+            assert len(pairs) >= 3 and statistics.median(excess) >= 20.0
+        else:
+            assert f.saving_ms is None and "--repeat" in f.remedy

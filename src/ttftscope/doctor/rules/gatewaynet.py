@@ -164,7 +164,7 @@ def gateway_statement(run: Run) -> Finding | None:
             f"direct{net.said()}",
             evidence=evidence,
             remedy=VIA_GATEWAY,
-            saving_ms=round(net.costs.median_ms, 1),
+            saving_ms=net.costs.median_ms,  # as the evidence quotes it: one figure
             part_ms=None if net.hop is None else net.hop.median_ms,
         )
     return _undecided(net, evidence)
@@ -181,7 +181,7 @@ def _helps(net: _Net, evidence: list[Evidence], front: float | None) -> Finding:
         f"direct{net.said()}",
         evidence=evidence,
         remedy=IDS_REMEDY + shorter,
-        saving_ms=round(net.helps.median_ms, 1),
+        saving_ms=net.helps.median_ms,  # as the evidence quotes it: one figure
         part_ms=front,  # ids remove at most the server's front end
     )
 
