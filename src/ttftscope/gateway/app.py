@@ -16,9 +16,8 @@ created the response, :mod:`~ttftscope.gateway.apis.responses.stored`), ``GET /v
 
 from __future__ import annotations
 
-import contextlib
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from starlette.responses import JSONResponse, Response
@@ -31,9 +30,8 @@ from ttftscope.gateway.apis.responses.endpoint import responses
 from ttftscope.gateway.apis.responses.stored import ResponseOwners, remembering, stored_route
 from ttftscope.gateway.pipeline.upstreams import environment
 from ttftscope.gateway.proving.conformance import StartupChecks
-from ttftscope.gateway.routing import Route, RouteTable
+from ttftscope.gateway.routing import GatewayApp, Route, RouteTable
 from ttftscope.gateway.state import Call, Gateway
-from ttftscope.gateway.transport.asgi import HotPath
 from ttftscope.tracing.emit import SpanEmitter
 
 _POST, _GET = frozenset({"POST"}), frozenset({"GET"})
@@ -108,30 +106,6 @@ def route_table(owners: ResponseOwners) -> RouteTable:
             Route(_GET, "/metrics", "openai", "metrics", None, metrics),
         ]
     )
-
-
-class GatewayApp(HotPath):
-    """The gateway as an ASGI app: its state (``gateway``) and its routes (``table``)."""
-
-    def __init__(self, gateway: Gateway, table: RouteTable, emitter: SpanEmitter | None) -> None:
-        @contextlib.asynccontextmanager
-        async def lifespan() -> AsyncIterator[None]:
-            await gateway.start()
-            try:
-                yield
-            finally:
-                await gateway.close()
-                if emitter is not None:
-                    emitter.shutdown()
-
-        self.gateway, self.table = gateway, table
-        left = gateway.metrics.client_disconnects
-        super().__init__(
-            lambda scope: self.table.find(gateway, scope),
-            lifespan,
-            on_left=lambda phase: left.labels(phase).inc(),
-            emitter=emitter,
-        )
 
 
 def create_app(
