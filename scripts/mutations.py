@@ -101,8 +101,8 @@ BREAKS: tuple[Break, ...] = (
     Break(
         "stored-responses-public",
         "gateway/app.py",
-        '            "key",\n            "responses_stored",',
-        '            "public",\n            "responses_stored",',
+        '"openai", "key",\n              "responses_stored"',
+        '"openai", "public",\n              "responses_stored"',
         ("tests/gateway/test_doors.py",),
     ),
     # the core: decompose

@@ -16,9 +16,8 @@ created the response, :mod:`~ttftscope.gateway.apis.responses.stored`), ``GET /v
 
 from __future__ import annotations
 
-import contextlib
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from starlette.responses import JSONResponse, Response
@@ -31,9 +30,9 @@ from ttftscope.gateway.apis.responses.endpoint import responses
 from ttftscope.gateway.apis.responses.stored import ResponseOwners, remembering, stored_route
 from ttftscope.gateway.pipeline.upstreams import environment
 from ttftscope.gateway.proving.conformance import StartupChecks
-from ttftscope.gateway.routing import Route, RouteTable
+from ttftscope.gateway.routing import GatewayApp, Handler, Route, RouteTable
 from ttftscope.gateway.state import Call, Gateway
-from ttftscope.gateway.transport.asgi import HotPath
+from ttftscope.gateway.transport.apierrors import ErrorFormat
 from ttftscope.tracing.emit import SpanEmitter
 
 _POST, _GET = frozenset({"POST"}), frozenset({"GET"})
@@ -65,42 +64,25 @@ async def metrics(call: Call) -> Response:
     return Response(call.gw.metrics.exposition(), media_type="text/plain; version=0.0.4")
 
 
+def _api(path: str, fmt: ErrorFormat, label: str, handler: Handler) -> Route:
+    """A POST route of an API: keyed, counted, its body routed by model."""
+    return Route(_POST, path, fmt, "key", label, handler, by_model=True)
+
+
 def route_table(owners: ResponseOwners) -> RouteTable:
     """Every route the gateway serves (``owners``: who created each stored response)."""
     stored = [
-        Route(
-            frozenset({verb}),
-            f"/v1/responses/{{response_id}}{tail}",
-            "openai",
-            "key",
-            "responses_stored",
-            stored_route(owners, tail),
-        )
+        Route(frozenset({verb}), f"/v1/responses/{{response_id}}{tail}", "openai", "key",
+              "responses_stored", stored_route(owners, tail))
         for tail, verb in (("", "GET"), ("/cancel", "POST"), ("/input_items", "GET"))
-    ]
+    ]  # fmt: skip
     return RouteTable(
         [
-            Route(_POST, "/v1/chat/completions", "openai", "key", "chat", chat_completions, True),
-            Route(_POST, "/v1/completions", "openai", "key", "completions", completions, True),
-            Route(_POST, "/v1/messages", "anthropic", "key", "messages", messages, True),
-            Route(
-                _POST,
-                "/v1/messages/count_tokens",
-                "anthropic",
-                "key",
-                "count_tokens",
-                count_tokens,
-                True,
-            ),
-            Route(
-                _POST,
-                "/v1/responses",
-                "openai",
-                "key",
-                "responses",
-                remembering(owners, responses),
-                True,
-            ),
+            _api("/v1/chat/completions", "openai", "chat", chat_completions),
+            _api("/v1/completions", "openai", "completions", completions),
+            _api("/v1/messages", "anthropic", "messages", messages),
+            _api("/v1/messages/count_tokens", "anthropic", "count_tokens", count_tokens),
+            _api("/v1/responses", "openai", "responses", remembering(owners, responses)),
             *stored,
             Route(_GET, "/v1/models", "openai", "key", None, models),
             Route(_GET, "/health", "openai", "public", None, health),
@@ -108,30 +90,6 @@ def route_table(owners: ResponseOwners) -> RouteTable:
             Route(_GET, "/metrics", "openai", "metrics", None, metrics),
         ]
     )
-
-
-class GatewayApp(HotPath):
-    """The gateway as an ASGI app: its state (``gateway``) and its routes (``table``)."""
-
-    def __init__(self, gateway: Gateway, table: RouteTable, emitter: SpanEmitter | None) -> None:
-        @contextlib.asynccontextmanager
-        async def lifespan() -> AsyncIterator[None]:
-            await gateway.start()
-            try:
-                yield
-            finally:
-                await gateway.close()
-                if emitter is not None:
-                    emitter.shutdown()
-
-        self.gateway, self.table = gateway, table
-        left = gateway.metrics.client_disconnects
-        super().__init__(
-            lambda scope: self.table.find(gateway, scope),
-            lifespan,
-            on_left=lambda phase: left.labels(phase).inc(),
-            emitter=emitter,
-        )
 
 
 def create_app(

@@ -24,10 +24,11 @@ path's API format.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -40,9 +41,17 @@ from ttftscope.gateway.transport.apierrors import (
     api_format,
     error_response,
 )
-from ttftscope.gateway.transport.asgi import ClientGone, Found, Receive, Scope, cancel_status
+from ttftscope.gateway.transport.asgi import (
+    ClientGone,
+    Found,
+    HotPath,
+    Receive,
+    Scope,
+    cancel_status,
+)
+from ttftscope.tracing.emit import SpanEmitter
 
-__all__ = ["Access", "Handler", "Route", "RouteTable", "handle"]
+__all__ = ["Access", "GatewayApp", "Handler", "Route", "RouteTable", "handle"]
 
 log = logging.getLogger("ttftscope.gateway")
 # who may call a route: keyed callers, anyone, or as gateway.metrics_public says
@@ -151,3 +160,27 @@ def _admit(gw: Gateway, route: Route, scope: Scope) -> None:
             raise BadRequest(exc.status, exc.message + hint) from None
         return
     gw.check_key(scope["headers"])
+
+
+class GatewayApp(HotPath):
+    """The gateway as an ASGI app: its state (``gateway``) and its routes (``table``)."""
+
+    def __init__(self, gateway: Gateway, table: RouteTable, emitter: SpanEmitter | None) -> None:
+        @contextlib.asynccontextmanager
+        async def lifespan() -> AsyncIterator[None]:
+            await gateway.start()
+            try:
+                yield
+            finally:
+                await gateway.close()
+                if emitter is not None:
+                    emitter.shutdown()
+
+        self.gateway, self.table = gateway, table
+        left = gateway.metrics.client_disconnects
+        super().__init__(
+            lambda scope: self.table.find(gateway, scope),
+            lifespan,
+            on_left=lambda phase: left.labels(phase).inc(),
+            emitter=emitter,
+        )

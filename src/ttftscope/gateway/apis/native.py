@@ -16,10 +16,9 @@ from typing import Any
 from starlette.responses import Response
 
 from ttftscope.gateway.pipeline.forward import forward
-from ttftscope.gateway.pipeline.idpath import encode_chat, prepare, takes_ids
+from ttftscope.gateway.pipeline.idpath import Convert, encode_chat, prepare, takes_ids
 from ttftscope.gateway.pipeline.inputpolicy import stream_of
 from ttftscope.gateway.pipeline.passthrough import PassThrough
-from ttftscope.gateway.pipeline.render import Convert
 from ttftscope.gateway.pipeline.shapes import NativeApi
 from ttftscope.gateway.pipeline.upstreams import Upstream
 from ttftscope.gateway.state import Call, Gateway, session_pin

@@ -3,7 +3,7 @@
 Each endpoint hands :func:`prepare` its own API's conversion to the chat body vLLM derives
 from the body (``apis/<api>/convert.py``). From there the stages are the same: vLLM's chat
 rewrites (:func:`~ttftscope.gateway.pipeline.vllm_chat.prepare_chat`), the template render
-(:mod:`~ttftscope.gateway.pipeline.render`), the session cache's incremental encode (pinned
+(:func:`chat_inputs`, :func:`render`), the session cache's incremental encode (pinned
 to the client's conversation when it names one), the encode's metrics, and verification
 against the upstream's own rendering. Whatever cannot be reproduced raises
 :class:`~ttftscope.gateway.pipeline.passthrough.PassThrough`, and the endpoint sends its
@@ -27,16 +27,16 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, TypeVar
 
 from ttftscope.gateway.metrics import GatewayMetrics
 from ttftscope.gateway.pipeline.passthrough import PassThrough, converted
-from ttftscope.gateway.pipeline.render import Convert, render
 from ttftscope.gateway.pipeline.sessions import Encoded
 from ttftscope.gateway.pipeline.shapes import NativeApi
 from ttftscope.gateway.pipeline.upstreams import Upstream
 from ttftscope.gateway.pipeline.verify import GatewayApi, Verifier
+from ttftscope.gateway.pipeline.vllm_chat import ChatInputs, prepare_chat
 from ttftscope.gateway.runtime.workpool import Overloaded, WorkPool
 from ttftscope.gateway.transport.apierrors import BadRequest
 from ttftscope.gateway.transport.hoptrace import traced
@@ -46,6 +46,9 @@ log = logging.getLogger("ttftscope.gateway")
 T = TypeVar("T")
 # a body this small converts and renders in well under a millisecond: no thread hop
 _INLINE_BODY = 64 << 10
+# an API's conversion (``apis/<api>/convert.py``): the chat body vLLM derives from an API body
+# on this upstream, and its template inputs
+Convert = Callable[[Upstream, dict[str, Any]], tuple[dict[str, Any], ChatInputs]]
 
 
 class Stages(Protocol):
@@ -57,6 +60,21 @@ class Stages(Protocol):
     verifier: Verifier
 
     def account(self, up: Upstream, enc: Encoded) -> None: ...
+
+
+def render(up: Upstream, inputs: ChatInputs) -> str:
+    """The prompt ``up``'s template renders for ``inputs``; PassThrough if it raises."""
+    assert up.renderer is not None, "takes_ids() first"
+    try:
+        return up.renderer.render(inputs.messages, tools=inputs.tools, **inputs.template_kwargs)
+    except Exception as exc:  # a template that raises: vLLM answers it its own way
+        raise PassThrough("render_error", type(exc).__name__) from None
+
+
+def chat_inputs(up: Upstream, chat_body: dict[str, Any]) -> ChatInputs:
+    """vLLM's chat rewrites of ``chat_body`` for ``up``'s template (PassThrough if unsure)."""
+    assert up.renderer is not None, "takes_ids() first"
+    return prepare_chat(chat_body, up.renderer.source, up.profile)
 
 
 def takes_ids(up: Upstream, api: GatewayApi) -> bool:

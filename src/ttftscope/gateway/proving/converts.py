@@ -1,6 +1,6 @@
 """Every API's conversion on one upstream in one table, and the prompt each renders.
 
-One :data:`~ttftscope.gateway.pipeline.render.Convert` per API (chat: the body itself;
+One :data:`~ttftscope.gateway.pipeline.idpath.Convert` per API (chat: the body itself;
 messages: vLLM's Anthropic → chat; responses: vLLM's Responses → chat), each reading the
 upstream's template and version profile. The endpoints pass their own to the id path; the
 start-up conformance check, ``gateway check`` and the oracle tests render through
@@ -17,8 +17,8 @@ from typing import Any
 from ttftscope.gateway.apis.chat.convert import as_chat
 from ttftscope.gateway.apis.messages.convert import messages_as_chat
 from ttftscope.gateway.apis.responses.convert import responses_as_chat
+from ttftscope.gateway.pipeline.idpath import Convert, render
 from ttftscope.gateway.pipeline.passthrough import converted
-from ttftscope.gateway.pipeline.render import Convert, render
 from ttftscope.gateway.pipeline.shapes import NativeApi
 from ttftscope.gateway.pipeline.upstreams import Upstream
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ttftscope.gateway.pipeline.render import chat_inputs
+from ttftscope.gateway.pipeline.idpath import chat_inputs
 from ttftscope.gateway.pipeline.upstreams import Upstream
 from ttftscope.gateway.pipeline.vllm_chat import ChatInputs
 

@@ -17,8 +17,8 @@ from ttftscope.gateway.apis.messages.vllm_messages import (
     merges_inline_system,
     messages_to_chat,
 )
+from ttftscope.gateway.pipeline.idpath import chat_inputs, render
 from ttftscope.gateway.pipeline.passthrough import PassThrough
-from ttftscope.gateway.pipeline.render import chat_inputs, render
 from ttftscope.gateway.pipeline.upstreams import Upstream
 from ttftscope.gateway.pipeline.vllm_chat import ChatInputs
 
