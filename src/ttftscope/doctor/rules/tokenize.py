@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ttftscope.doctor.abtest import PairedAB, paired_ab
+from ttftscope.doctor.abtest import MIN_PAIRS, PairedAB, paired_ab, sent_pairs
 from ttftscope.doctor.linefit import LineFit, fit_holds, fit_line
 from ttftscope.findings import Evidence, Finding
 from ttftscope.records import RequestRecord
@@ -32,6 +32,7 @@ from ttftscope.results.parts import (
     hit_rate,
     latency_samples,
     records_breakdown,
+    series_name,
     split_series,
 )
 from ttftscope.results.runs import Run
@@ -115,39 +116,32 @@ class _Measured:
     fast: str
 
 
-def _pairs(
-    slow: Sequence[RequestRecord], fast: Sequence[RequestRecord]
-) -> tuple[list[float], list[float]]:
-    """The TTFTs of the k-th request of each series per context size, in the order sent."""
-    a: list[float] = []
-    b: list[float] = []
-    for size in sorted({r.context_tokens_target for r in slow}):
-        xs = [r.client_ttft_ms for r in sorted(slow, key=_order) if r.context_tokens_target == size]
-        ys = [r.client_ttft_ms for r in sorted(fast, key=_order) if r.context_tokens_target == size]
-        for x, y in zip(xs, ys, strict=False):
-            if x is not None and y is not None:
-                a.append(x)
-                b.append(y)
-    return a, b
-
-
-def _order(r: RequestRecord) -> int:
-    return r.index
-
-
 def _measured(run: Run, tokens: float) -> _Measured | None:
-    """Text vs ids (or direct vs gateway) at the largest context, paired, where both ran."""
+    """Text vs ids (or direct vs gateway) at the largest context, paired, where both ran.
+
+    A probe that sent both forms is judged by its pairs even when none of them was measured
+    whole (another client's traffic marks requests, failures): then nothing is decided, and
+    the share of one form's few leftover requests does not stand in for the comparison.
+    """
     series = {s.name: _largest(s.records) for s in _series(run)}
-    for slow, fast in (("text", "ids"), ("direct", "gateway"), ("chat", "gateway")):
-        a, b = _pairs(series.get(slow, []), series.get(fast, []))
-        if a:
-            ab = paired_ab(a, b)
-            fact = (
-                f"median TTFT {slow} {median(a):.0f} ms vs {fast} {median(b):.0f} ms at "
-                f"~{tokens:,.0f} tokens; {slow} − {fast} per pair: {ab.interval()}"
-            )
-            return _Measured(ab, fact, slow, fast)
+    sent = {series_name(r) for r in run.records}
+    for names in (("text", "ids"), ("direct", "gateway"), ("chat", "gateway")):
+        a, b = sent_pairs(run, names, series.get(names[0], []), series.get(names[1], []))
+        if a or (run.kind == "probe" and set(names) <= sent):
+            return _stated(*names, a, b, tokens)
     return None
+
+
+def _stated(slow: str, fast: str, a: list[float], b: list[float], tokens: float) -> _Measured:
+    ab = paired_ab(a, b)
+    if not a:
+        fact = f"{slow} vs {fast} at ~{tokens:,.0f} tokens: no pair had both requests measured"
+        return _Measured(ab, fact, slow, fast)
+    fact = (
+        f"median TTFT {slow} {median(a):.0f} ms vs {fast} {median(b):.0f} ms at "
+        f"~{tokens:,.0f} tokens; {slow} − {fast} per pair: {ab.interval()}"
+    )
+    return _Measured(ab, fact, slow, fast)
 
 
 def measured_saving_ms(run: Run) -> float | None:
@@ -229,6 +223,8 @@ def _finding_for(run: Run, s: _Series, part: str, where: str) -> Finding | None:
     if m is not None and m.ab.verdict != "helps":  # the A/B, not the share, decides
         undecided = m.ab.verdict == "not decided" and value / ttft >= MIN_SHARE
         return _undecided(run, s, m, value / ttft, where) if undecided else None
+    if len(top) < MIN_PAIRS:
+        return None  # the median of a stall or two: not a sustained part
     if value / ttft < MIN_SHARE and (m is None or m.ab.median_ms < MIN_SAVING_MS):
         return None
     facts = _facts(s, part, where, value, ttft, tokens) + ([m.fact] if m is not None else [])
