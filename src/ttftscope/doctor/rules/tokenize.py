@@ -116,7 +116,7 @@ class _Measured:
     fast: str
 
 
-def _measured(run: Run, tokens: float) -> _Measured | None:
+def _measured(run: Run) -> _Measured | None:
     """Text vs ids (or direct vs gateway) at the largest context, paired, where both ran.
 
     A probe that sent both forms is judged by its pairs even when none of them was measured
@@ -126,9 +126,11 @@ def _measured(run: Run, tokens: float) -> _Measured | None:
     series = {s.name: _largest(s.records) for s in _series(run)}
     sent = {series_name(r) for r in run.records}
     for names in (("text", "ids"), ("direct", "gateway"), ("chat", "gateway")):
-        a, b = sent_pairs(run, names, series.get(names[0], []), series.get(names[1], []))
+        xs, ys = series.get(names[0], []), series.get(names[1], [])
+        a, b = sent_pairs(run, names, xs, ys)
         if a or (run.kind == "probe" and set(names) <= sent):
-            return _stated(*names, a, b, tokens)
+            # the A/B's own prompts: a growing conversation's series is longer at one size
+            return _stated(*names, a, b, median(_tokens(r) for r in [*xs, *ys]) or 0.0)
     return None
 
 
@@ -151,7 +153,7 @@ def measured_saving_ms(run: Run) -> float | None:
     >>> measured_saving_ms(Run(kind="probe", key="k", label="p", parts=())) is None
     True
     """
-    found = _measured(run, 0.0)
+    found = _measured(run)
     return found.ab.median_ms if found is not None and found.ab.verdict == "helps" else None
 
 
@@ -219,7 +221,7 @@ def _finding_for(run: Run, s: _Series, part: str, where: str) -> Finding | None:
     gateway = server and _via_gateway(s.name)
     # text vs ids measures what ids remove from the server's front end, not the client's own
     # tokenization: stated for the client part it gave both findings the same saving
-    m = _measured(run, tokens) if server and not gateway else None
+    m = _measured(run) if server and not gateway else None
     if m is not None and m.ab.verdict != "helps":  # the A/B, not the share, decides
         undecided = m.ab.verdict == "not decided" and value / ttft >= MIN_SHARE
         return _undecided(run, s, m, value / ttft, where) if undecided else None
@@ -343,13 +345,16 @@ def _histogram_findings(run: Run) -> list[Finding]:
 
 def server_tokenization_findings(run: Run) -> list[Finding]:
     """The worst series the server tokenizes, and any sent through the gateway that still
-    dominates; a bench without per-request parts: its run-wide histograms."""
+    dominates; a bench without per-request parts: its run-wide histograms. A probe's direct
+    series is the arm of its gateway A/B, the requests of its chat series sent between the
+    gateway's: the chat series is judged, the A/B is the gateway's statement."""
     out: list[Finding] = []
     series = _series(run)
     server = [
         f
         for s in series
         if s.name in _SERVER_TOKENIZES
+        and not (run.kind == "probe" and s.name == "direct")  # an A/B arm: chat's requests
         and (f := _finding_for(run, s, "server_frontend_ms", "server-side tokenization"))
     ]
     if server:
