@@ -29,6 +29,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from ttftscope.records import RequestRecord
+from ttftscope.results.parts import series_name
+from ttftscope.results.runs import Run
+
 MIN_HELP_MS = 5.0
 MIN_HELP_SHARE = 0.05
 MIN_PAIRS = 3
@@ -36,6 +40,20 @@ BOOTSTRAP_SAMPLES = 2000
 MAX_REPEAT = 1000
 _Z95 = 1.96
 _MEDIAN_EFFICIENCY = math.sqrt(math.pi / 2)  # a median's spread over a mean's, normal data
+
+__all__ = [
+    "BOOTSTRAP_SAMPLES",
+    "MAX_REPEAT",
+    "MIN_HELP_MS",
+    "MIN_HELP_SHARE",
+    "MIN_PAIRS",
+    "PairedAB",
+    "Verdict",
+    "bootstrap_interval",
+    "paired_ab",
+    "repeat_needed",
+    "sent_pairs",
+]
 
 Verdict = Literal["helps", "does not help", "not decided"]
 
@@ -115,3 +133,55 @@ def repeat_needed(diffs: Sequence[float], effect_ms: float) -> int:
         return MAX_REPEAT
     needed = math.ceil((_Z95 * _MEDIAN_EFFICIENCY * spread / distance) ** 2)
     return max(MIN_PAIRS, min(MAX_REPEAT, needed))
+
+
+_PairKey = tuple[str, int | None, int]
+
+
+def _sent_numbers(run: Run, names: tuple[str, str]) -> dict[tuple[str, int], _PairKey]:
+    """Each request of the two series numbered within its series and context size, in the
+    order sent, whether measured or not: the k-th of each is pair k.
+
+    The probe sends a pair's two requests back to back, so its k-th text and k-th ids request
+    are one pair. Numbering only the *measured* requests would pair requests of different
+    pairs as soon as one is left out (another client's traffic, a failure), and the drift of
+    a loaded machine between them would read as a difference between the series.
+    """
+    out: dict[tuple[str, int], _PairKey] = {}
+    sent: dict[tuple[str, str, int | None], int] = {}
+    for r in sorted(run.records, key=lambda r: (r.run_id, r.index)):
+        name = series_name(r)
+        if name in names:
+            at = (r.run_id, name, r.context_tokens_target)
+            out[(r.run_id, r.index)] = (r.run_id, r.context_tokens_target, sent.get(at, 0))
+            sent[at] = sent.get(at, 0) + 1
+    return out
+
+
+def sent_pairs(
+    run: Run, names: tuple[str, str], slow: Sequence[RequestRecord], fast: Sequence[RequestRecord]
+) -> tuple[list[float], list[float]]:
+    """The client TTFTs of the pairs of series ``names`` whose two requests, ``slow``'s
+    and ``fast``'s, are both among those measured (a subset of ``run``'s records).
+
+    >>> from pathlib import Path; from ttftscope.results.runs import RunPart
+    >>> recs = tuple(RequestRecord(run_id="r", index=i, variant=v, phase="warm", ok=True,
+    ...                            client_ttft_ms=t) for i, (v, t) in
+    ...              enumerate((("text", 90.0), ("ids", 80.0), ("ids", 99.0), ("text", 97.0))))
+    >>> run = Run(kind="probe", key="r", label="p", parts=(RunPart(kind="probe", key="r",
+    ...           label="p", source=Path("d"), records=recs),))
+    >>> sent_pairs(run, ("text", "ids"), recs[3:], recs[1:3])  # the first text left out
+    ([97.0], [99.0])
+    """
+    number = _sent_numbers(run, names)
+
+    def ttfts(records: Sequence[RequestRecord]) -> dict[_PairKey, float]:
+        return {
+            number[(r.run_id, r.index)]: r.client_ttft_ms
+            for r in records
+            if r.client_ttft_ms is not None and (r.run_id, r.index) in number
+        }
+
+    xs, ys = ttfts(slow), ttfts(fast)
+    both = [k for k in xs if k in ys]
+    return [xs[k] for k in both], [ys[k] for k in both]

@@ -2,22 +2,27 @@
 
 Outside the server is the client's TTFT less the server's (network, HTTP, JSON, the client's
 serialization), per request. Judged one series at a time (a probe at its largest context, a
-bench target over its workload; a probe's text/ids A/B variants are instruments, not a
-workload), on requests the server measured, when the median TTFT is long enough to matter.
+bench target over its workload; a probe's A/B arms are instruments, not a workload: text and
+ids, and the direct arm of its gateway A/B, whose path is its chat series' path, measured
+there without the gateway's requests in between: in the demo the gateway runs in the probe's
+own process, and its work after a gateway request held the next direct request's send back
+849 ms, ttftscope's own work that the remedy of this finding cannot remove), on requests the
+server measured, when the median TTFT is long enough to matter.
 Through the ttftscope gateway (a series named for it, or records the gateway stamped), the
 gateway is in that path by design: the advice is then about where it runs and what it costs,
 not "remove proxies"; where the run also measured the server direct, the saving is what the
 gateway's series costs over direct, and a gateway at least as fast as direct is only "info"
 (its hop is paid for). The part must be sustained: the low end of its median's 95% interval
-(bootstrap) at least :data:`MIN_MS`, so a loaded machine's stall in a few requests is not
-called the path.
+(bootstrap) at least :data:`MIN_MS` over at least :data:`~ttftscope.doctor.abtest.MIN_PAIRS`
+requests (the interval of one request is that request), so a loaded machine's stall in a few
+requests is not called the path, nor is the one request another client's traffic left over.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ttftscope.doctor.abtest import bootstrap_interval
+from ttftscope.doctor.abtest import MIN_PAIRS, bootstrap_interval
 from ttftscope.findings import Evidence, Finding, Severity
 from ttftscope.records import RequestRecord
 from ttftscope.results.parts import (
@@ -37,6 +42,7 @@ FAST_MS = 50.0  # a median TTFT under this has nothing worth removing
 MIN_SHARE = 0.35
 MIN_MS = 20.0
 _INSTRUMENTS = ("text", "ids")
+_PROBE_INSTRUMENTS = (*_INSTRUMENTS, "direct")
 _DIRECT = (
     "keep connections alive, remove proxies in between, and run the client near the "
     "server: the path to the server costs more than the server"
@@ -76,8 +82,8 @@ def _interval(records: Sequence[RequestRecord]) -> tuple[float, float, int] | No
         for r in records
         if r.server_ttft_ms is not None and (v := part_ms(r, "outside_server")) is not None
     ]
-    if not values:
-        return None
+    if len(values) < MIN_PAIRS:
+        return None  # too few to tell the path from a stall
     low, high = bootstrap_interval(values)
     return low, high, len(values)
 
@@ -134,7 +140,8 @@ def network_findings(runs: Sequence[Run]) -> list[Finding]:
     out: list[Finding] = []
     for run in runs:
         series = split_series(run)
-        for s in [s for s in series if s.name not in _INSTRUMENTS] or series:
+        instruments = _PROBE_INSTRUMENTS if run.kind == "probe" else _INSTRUMENTS
+        for s in [s for s in series if s.name not in instruments] or series:
             where, records = series_scope(s)
             found = records_breakdown(records)
             if found is None or found.ttft_ms < FAST_MS:

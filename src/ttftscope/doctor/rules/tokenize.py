@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ttftscope.doctor.abtest import PairedAB, paired_ab
+from ttftscope.doctor.abtest import MIN_PAIRS, PairedAB, paired_ab, sent_pairs
 from ttftscope.doctor.linefit import LineFit, fit_holds, fit_line
 from ttftscope.findings import Evidence, Finding
 from ttftscope.records import RequestRecord
@@ -32,6 +32,7 @@ from ttftscope.results.parts import (
     hit_rate,
     latency_samples,
     records_breakdown,
+    series_name,
     split_series,
 )
 from ttftscope.results.runs import Run
@@ -115,39 +116,34 @@ class _Measured:
     fast: str
 
 
-def _pairs(
-    slow: Sequence[RequestRecord], fast: Sequence[RequestRecord]
-) -> tuple[list[float], list[float]]:
-    """The TTFTs of the k-th request of each series per context size, in the order sent."""
-    a: list[float] = []
-    b: list[float] = []
-    for size in sorted({r.context_tokens_target for r in slow}):
-        xs = [r.client_ttft_ms for r in sorted(slow, key=_order) if r.context_tokens_target == size]
-        ys = [r.client_ttft_ms for r in sorted(fast, key=_order) if r.context_tokens_target == size]
-        for x, y in zip(xs, ys, strict=False):
-            if x is not None and y is not None:
-                a.append(x)
-                b.append(y)
-    return a, b
+def _measured(run: Run) -> _Measured | None:
+    """Text vs ids (or direct vs gateway) at the largest context, paired, where both ran.
 
-
-def _order(r: RequestRecord) -> int:
-    return r.index
-
-
-def _measured(run: Run, tokens: float) -> _Measured | None:
-    """Text vs ids (or direct vs gateway) at the largest context, paired, where both ran."""
+    A probe that sent both forms is judged by its pairs even when none of them was measured
+    whole (another client's traffic marks requests, failures): then nothing is decided, and
+    the share of one form's few leftover requests does not stand in for the comparison.
+    """
     series = {s.name: _largest(s.records) for s in _series(run)}
-    for slow, fast in (("text", "ids"), ("direct", "gateway"), ("chat", "gateway")):
-        a, b = _pairs(series.get(slow, []), series.get(fast, []))
-        if a:
-            ab = paired_ab(a, b)
-            fact = (
-                f"median TTFT {slow} {median(a):.0f} ms vs {fast} {median(b):.0f} ms at "
-                f"~{tokens:,.0f} tokens; {slow} − {fast} per pair: {ab.interval()}"
-            )
-            return _Measured(ab, fact, slow, fast)
+    sent = {series_name(r) for r in run.records}
+    for names in (("text", "ids"), ("direct", "gateway"), ("chat", "gateway")):
+        xs, ys = series.get(names[0], []), series.get(names[1], [])
+        a, b = sent_pairs(run, names, xs, ys)
+        if a or (run.kind == "probe" and set(names) <= sent):
+            # the A/B's own prompts: a growing conversation's series is longer at one size
+            return _stated(*names, a, b, median(_tokens(r) for r in [*xs, *ys]) or 0.0)
     return None
+
+
+def _stated(slow: str, fast: str, a: list[float], b: list[float], tokens: float) -> _Measured:
+    ab = paired_ab(a, b)
+    if not a:
+        fact = f"{slow} vs {fast} at ~{tokens:,.0f} tokens: no pair had both requests measured"
+        return _Measured(ab, fact, slow, fast)
+    fact = (
+        f"median TTFT {slow} {median(a):.0f} ms vs {fast} {median(b):.0f} ms at "
+        f"~{tokens:,.0f} tokens; {slow} − {fast} per pair: {ab.interval()}"
+    )
+    return _Measured(ab, fact, slow, fast)
 
 
 def measured_saving_ms(run: Run) -> float | None:
@@ -157,7 +153,7 @@ def measured_saving_ms(run: Run) -> float | None:
     >>> measured_saving_ms(Run(kind="probe", key="k", label="p", parts=())) is None
     True
     """
-    found = _measured(run, 0.0)
+    found = _measured(run)
     return found.ab.median_ms if found is not None and found.ab.verdict == "helps" else None
 
 
@@ -225,10 +221,12 @@ def _finding_for(run: Run, s: _Series, part: str, where: str) -> Finding | None:
     gateway = server and _via_gateway(s.name)
     # text vs ids measures what ids remove from the server's front end, not the client's own
     # tokenization: stated for the client part it gave both findings the same saving
-    m = _measured(run, tokens) if server and not gateway else None
+    m = _measured(run) if server and not gateway else None
     if m is not None and m.ab.verdict != "helps":  # the A/B, not the share, decides
         undecided = m.ab.verdict == "not decided" and value / ttft >= MIN_SHARE
         return _undecided(run, s, m, value / ttft, where) if undecided else None
+    if len(top) < MIN_PAIRS:
+        return None  # the median of a stall or two: not a sustained part
     if value / ttft < MIN_SHARE and (m is None or m.ab.median_ms < MIN_SAVING_MS):
         return None
     facts = _facts(s, part, where, value, ttft, tokens) + ([m.fact] if m is not None else [])
@@ -347,13 +345,16 @@ def _histogram_findings(run: Run) -> list[Finding]:
 
 def server_tokenization_findings(run: Run) -> list[Finding]:
     """The worst series the server tokenizes, and any sent through the gateway that still
-    dominates; a bench without per-request parts: its run-wide histograms."""
+    dominates; a bench without per-request parts: its run-wide histograms. A probe's direct
+    series is the arm of its gateway A/B, the requests of its chat series sent between the
+    gateway's: the chat series is judged, the A/B is the gateway's statement."""
     out: list[Finding] = []
     series = _series(run)
     server = [
         f
         for s in series
         if s.name in _SERVER_TOKENIZES
+        and not (run.kind == "probe" and s.name == "direct")  # an A/B arm: chat's requests
         and (f := _finding_for(run, s, "server_frontend_ms", "server-side tokenization"))
     ]
     if server:
