@@ -176,8 +176,16 @@ def test_turns_stick_to_a_replica_and_a_dead_one_costs_one_encode(
         (port,) = [p for p, count in before.items() if _served(p) > count]
         return port
 
-    sessions = [f"session-{i}" for i in range(6)]
-    homes = {s: {send(s, n) for n in range(3)} for s in sessions}
+    # nginx's consistent hash places sessions by the replicas' random ports: with one replica
+    # home to every session the survivor would cache nothing to share, so sessions are added
+    # (a bounded number) until each replica is home to at least one
+    first: dict[str, int] = {}
+    while set(first.values()) != set(ports) and len(first) < 48:
+        for name in [f"session-{len(first) + i}" for i in range(6)]:
+            first[name] = send(name, 0)
+    sessions = list(first)
+    homes = {s: {first[s]} | {send(s, n) for n in (1, 2)} for s in sessions}
+    assert len({p for h in homes.values() for p in h}) == 2, homes  # both replicas home
     assert all(len(h) == 1 for h in homes.values()), homes  # every turn to one replica
     by_replica = {p: [s for s in sessions if homes[s] == {p}] for p in ports}
     victim = max(ports, key=lambda p: len(by_replica[p]))
