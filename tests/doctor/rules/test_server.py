@@ -94,3 +94,18 @@ def test_a_cold_cache_is_judged_per_target_not_averaged_away(tmp_path: Path) -> 
     # direct's prefill is measured: the finding leads with it, for direct alone
     assert f.title.startswith("prefill is ") and "0.00 prefix hit rate (direct)" in f.title
     assert "the cache held 0.00 of their tokens" in f.evidence[0].fact
+
+
+def test_the_peak_waiting_is_said_with_what_ran_beside_it(tmp_path: Path) -> None:
+    """The demo's "peak 1 waiting while 4 ran": its samples were (3 running, 1 waiting) and
+    (4 running, 0 waiting); when one waited, three ran (as the remedy beside it said)."""
+    recs = [record(i, Parts(queue=5.0), target="direct") for i in range(4)]
+    samples: list[dict[str, object]] = [
+        {"t_s": t, "running": r, "waiting": w, "targets": ["direct"]}
+        for t, r, w in ((0.0, 0, 0), (0.25, 3, 1), (0.5, 0, 0), (0.75, 4, 0), (1.0, 0, 0))
+    ]
+    BenchDir(records=recs, samples=samples, summary={"run_id": "b"}).write(tmp_path)
+    (run,) = load_runs([tmp_path])
+    (q,) = queue_findings([run])
+    facts = " ".join(e.fact for e in q.evidence)
+    assert "(peak 1 waiting while 3 ran)" in facts, facts

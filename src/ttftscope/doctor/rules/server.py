@@ -48,11 +48,12 @@ def _queue_facts(run: Run) -> tuple[list[str], float, float | None]:
     samples = [s for s in run.samples if s.ok and s.waiting is not None]
     if samples:
         waited = sum(1 for s in samples if (s.waiting or 0) > 0) / len(samples)
-        peak_w = max(s.waiting or 0 for s in samples)
-        peak_r = max((s.running or 0 for s in samples), default=0)
+        # what ran beside the most waiting, in that scrape: the run's peak running came
+        # from another ("peak 1 waiting while 4 ran" where 3 ran when 1 waited)
+        peak = max(samples, key=lambda s: (s.waiting or 0, s.running or 0))
         facts.append(
             f"waiting queue > 0 in {waited:.0%} of {len(samples)} /metrics samples "
-            f"(peak {peak_w:.0f} waiting while {peak_r:.0f} ran)"
+            f"(peak {peak.waiting or 0:.0f} waiting while {peak.running or 0:.0f} ran)"
         )
     measured = latency_samples(run.records, run.kind)
     queued = [r.queue_ms for r in measured if r.queue_ms is not None]
