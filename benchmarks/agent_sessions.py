@@ -41,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gateway_ab import gateway_process
 
 from ttftscope.localserver.process import running_server
-from ttftscope.localserver.render import TOOL_ARGS
+from ttftscope.localserver.serving import TOOL_ARGS
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "agents"
 APPLY_PATCH = {

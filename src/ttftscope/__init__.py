@@ -22,7 +22,6 @@ import path per name: no aliases, no old names.
 from __future__ import annotations
 
 import importlib
-from types import FunctionType
 from typing import TYPE_CHECKING
 
 from ttftscope.errors import (
@@ -55,15 +54,11 @@ if TYPE_CHECKING:
     from ttftscope.config.redact import redact, redact_text
     from ttftscope.config.schema import Settings
     from ttftscope.doctor.prefix import PrefixDiff, diff_prompts
-    from ttftscope.metrics.engines import ServerBreakdown, queue_depth
-    from ttftscope.metrics.engines import breakdown as server_breakdown
-    from ttftscope.metrics.prom import MetricsDelta, MetricsSnapshot
-    from ttftscope.metrics.prom import delta as metrics_delta
-    from ttftscope.metrics.prom import parse as parse_metrics
-    from ttftscope.metrics.scrape import ascrape as ascrape_metrics
-    from ttftscope.metrics.scrape import scrape as scrape_metrics
+    from ttftscope.metrics.engines import ServerBreakdown, queue_depth, server_breakdown
+    from ttftscope.metrics.prom import MetricsDelta, MetricsSnapshot, metrics_delta, parse_metrics
+    from ttftscope.metrics.scrape import ascrape_metrics, scrape_metrics
     from ttftscope.probe.experiments import ProbeOptions, ProbeRun, run_probe
-    from ttftscope.probe.summary import summarize as summarize_probe
+    from ttftscope.probe.summary import summarize_probe
     from ttftscope.records import (
         RecordsRead,
         RecordWriter,
@@ -132,17 +127,6 @@ _LAZY: dict[str, str] = {
     "Tokenizer": "tokenization.loader",
     "load_tokenizer": "tokenization.loader",
     "open_emitter": "tracing.emit",
-}
-
-# public name -> its name in the module that defines it, where the module's name already says
-# what it acts on (``prom.parse``, ``scrape.ascrape``); the object is renamed on first access
-_DEFINED_AS: dict[str, str] = {
-    "ascrape_metrics": "ascrape",
-    "metrics_delta": "delta",
-    "parse_metrics": "parse",
-    "scrape_metrics": "scrape",
-    "server_breakdown": "breakdown",
-    "summarize_probe": "summarize",
 }
 
 __all__ = [
@@ -216,15 +200,13 @@ __all__ = [
 ]
 
 
-def _present(value: object, name: str) -> object:
+def _present(value: object) -> object:
     """Show ``value`` as ``ttftscope.<name>`` in reprs, tracebacks, ``help`` and docs.
 
     Pickle finds a class or function by ``__module__`` and ``__qualname__``: here, through
     :func:`__getattr__`, so records and errors pickled by one process load in another.
     """
     value.__module__ = __name__
-    if isinstance(value, FunctionType) and name in _DEFINED_AS:
-        value.__name__ = value.__qualname__ = name
     return value
 
 
@@ -232,8 +214,7 @@ def __getattr__(name: str) -> object:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'ttftscope' has no attribute {name!r}")
-    defined = getattr(importlib.import_module(f"ttftscope.{module}"), _DEFINED_AS.get(name, name))
-    value = _present(defined, name)
+    value = _present(getattr(importlib.import_module(f"ttftscope.{module}"), name))
     globals()[name] = value  # later lookups skip this hook
     return value
 
@@ -244,5 +225,5 @@ def __dir__() -> list[str]:
 
 for _name in __all__:  # the errors, imported eagerly above
     if _name in globals() and not _name.startswith("_"):
-        _present(globals()[_name], _name)
+        _present(globals()[_name])
 del _name

@@ -95,7 +95,14 @@ def read_state(path: Path | None = None) -> LocalServer | None:
 
 
 def trace_port_for(settings: Settings, base_url: str) -> int | None:
-    """The 127.0.0.1 port to receive vLLM's spans on for a run against ``base_url``, or None."""
+    """The 127.0.0.1 port to receive vLLM's spans on for a run against ``base_url``, or None.
+
+    ``[observability] read_traces`` ``"auto"`` (the default) receives when the target is the
+    local server and that server was started exporting its spans (``local-server start``
+    records the port); ``"on"`` always, on ``trace_receiver_port`` (a vLLM started with
+    ``--otlp-traces-endpoint http://127.0.0.1:PORT/v1/traces``); ``"off"`` never. Without the
+    ``trace`` extra there is no receiver. Probe, bench and ``instrument`` all decide here.
+    """
     obs = settings.observability
     if obs.read_traces == "off" or not _extra_installed():
         return None

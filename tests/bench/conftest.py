@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from tests.faultserver import FaultOptions, FaultServer
+from ttftscope.bench.hooks import Hooks
 from ttftscope.bench.options import BenchOptions, ContextSizes
-from ttftscope.bench.runner import BenchRun, Hooks, run_bench
+from ttftscope.bench.runner import BenchRun, run_bench
 from ttftscope.client.endpoint import Endpoint
 
 # Small sessions that finish fast: 200-token contexts (counted as 4 characters a token),

@@ -14,10 +14,10 @@ from click.testing import CliRunner
 
 from tests.bench.conftest import FAST, endpoint, run
 from tests.faultserver import FaultOptions, FaultServer
+from ttftscope.bench.hooks import Hooks
 from ttftscope.bench.options import ContextSizes
 from ttftscope.bench.plan.preparation import check_fits
 from ttftscope.bench.plan.workload import plan_workload
-from ttftscope.bench.runner import Hooks
 from ttftscope.cli.options import CliState
 from ttftscope.errors import ConfigError
 

@@ -15,9 +15,10 @@ from tests.bench.conftest import FAST, endpoint, run
 from tests.bench.metricsserver import MetricsServer
 from tests.faultserver import FaultOptions, FaultServer
 from tests.metrics.metrics_expo import Expo
+from ttftscope.bench.hooks import Hooks
 from ttftscope.bench.observe.sampler import ScrapeSample
 from ttftscope.bench.options import Shard, TargetSpec
-from ttftscope.bench.runner import BenchRun, Hooks
+from ttftscope.bench.runner import BenchRun
 from ttftscope.errors import ConfigError, ModelNotFound, ServerUnreachable
 from ttftscope.records import RequestRecord, read_records_report
 from ttftscope.results.summaries import BenchSummary

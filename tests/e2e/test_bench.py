@@ -24,7 +24,7 @@ from ttftscope.config.schema import GatewaySettings, UpstreamSettings, derive_me
 from ttftscope.findings import Diagnosis
 from ttftscope.gateway.serve import BackgroundGateway
 from ttftscope.localserver.model import model_dir
-from ttftscope.localserver.state import LocalServer
+from ttftscope.localstate import LocalServer
 from ttftscope.records import read_records_report
 from ttftscope.report.html import render_html
 from ttftscope.results.request_parts import REQUEST_PARTS

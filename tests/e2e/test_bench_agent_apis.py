@@ -25,7 +25,7 @@ from ttftscope.bench.targets import resolve_targets
 from ttftscope.client.apis import Api
 from ttftscope.client.endpoint import Endpoint
 from ttftscope.config.schema import derive_metrics_url
-from ttftscope.localserver.state import LocalServer
+from ttftscope.localstate import LocalServer
 
 pytestmark = pytest.mark.e2e
 

@@ -30,7 +30,7 @@ from ttftscope.cli import cli
 from ttftscope.client.endpoint import Endpoint
 from ttftscope.config.schema import ObservabilitySettings, derive_metrics_url
 from ttftscope.localserver.model import model_dir
-from ttftscope.localserver.state import LocalServer
+from ttftscope.localstate import LocalServer
 from ttftscope.tokenization.loader import Tokenizer, load_tokenizer
 
 pytestmark = pytest.mark.e2e

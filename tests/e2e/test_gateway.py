@@ -23,8 +23,8 @@ from ttftscope.agenttext import agent_turn
 from ttftscope.config.schema import GatewaySettings, UpstreamSettings
 from ttftscope.localserver.install import vllm_home
 from ttftscope.localserver.model import model_dir
-from ttftscope.localserver.state import LocalServer
 from ttftscope.localserver.vllm_bench import vllm_bench_command
+from ttftscope.localstate import LocalServer
 
 pytestmark = pytest.mark.e2e
 

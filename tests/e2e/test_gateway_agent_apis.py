@@ -22,7 +22,7 @@ from tests.gateway.gatewayserver import GatewayServer
 from tests.gatewaymetrics import gateway_metric
 from ttftscope.config.schema import GatewaySettings, UpstreamSettings
 from ttftscope.localserver.model import model_dir
-from ttftscope.localserver.state import LocalServer
+from ttftscope.localstate import LocalServer
 
 pytestmark = pytest.mark.e2e
 

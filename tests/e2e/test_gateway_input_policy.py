@@ -18,7 +18,7 @@ import pytest
 from tests.gateway.gatewayserver import GatewayServer
 from ttftscope.config.schema import GatewaySettings, UpstreamSettings
 from ttftscope.localserver.model import model_dir
-from ttftscope.localserver.state import LocalServer
+from ttftscope.localstate import LocalServer
 
 pytestmark = pytest.mark.e2e
 

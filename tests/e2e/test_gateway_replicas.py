@@ -25,7 +25,7 @@ import httpx
 import pytest
 
 from ttftscope.localserver.model import model_dir
-from ttftscope.localserver.state import LocalServer
+from ttftscope.localstate import LocalServer
 
 pytestmark = pytest.mark.e2e
 NGINX = "/usr/sbin/nginx"

@@ -19,7 +19,7 @@ from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from ttftscope.client.sse import SSEDecoder
 from ttftscope.gateway.apis.chat.translate import completions_body
 from ttftscope.gateway.apis.chat.translate_answers import ChatStreamTranslator, chat_response
-from ttftscope.localserver.state import LocalServer
+from ttftscope.localstate import LocalServer
 
 pytestmark = pytest.mark.e2e
 

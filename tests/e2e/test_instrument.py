@@ -11,7 +11,7 @@ from openai import AsyncOpenAI, OpenAI
 from ttftscope import Settings, instrument, instrumentation
 from ttftscope.config.schema import DebugSettings
 from ttftscope.localserver.model import model_dir
-from ttftscope.localserver.state import LocalServer
+from ttftscope.localstate import LocalServer
 from ttftscope.records import RequestRecord
 
 pytestmark = pytest.mark.e2e

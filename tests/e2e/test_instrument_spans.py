@@ -15,8 +15,7 @@ import pytest
 from openai import OpenAI
 
 from ttftscope import Settings, instrument, instrumentation
-from ttftscope.localserver.state import LocalServer
-from ttftscope.localstate import trace_port_for
+from ttftscope.localstate import LocalServer, trace_port_for
 from ttftscope.records import RequestRecord, ServerPart
 from ttftscope.sdkinstrument.spanjoin import SPAN_NOTE
 

@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from ttftscope.cli import cli
-from ttftscope.localserver.state import LocalServer
+from ttftscope.localstate import LocalServer
 
 pytestmark = pytest.mark.e2e
 

@@ -39,7 +39,8 @@ from tests.e2e.agents import (
     run_claude_as_configured,
     run_codex_as_configured,
 )
-from ttftscope.localserver.state import LocalServer, pick_free_port
+from ttftscope.localserver.state import pick_free_port
+from ttftscope.localstate import LocalServer
 
 pytestmark = pytest.mark.e2e
 README = Path(__file__).resolve().parents[2] / "README.md"

@@ -11,9 +11,9 @@ from click.testing import CliRunner
 
 from ttftscope.cli import cli
 from ttftscope.client.endpoint import Endpoint
-from ttftscope.localserver.state import LocalServer
+from ttftscope.localstate import LocalServer
 from ttftscope.probe.experiments import ProbeOptions, run_probe
-from ttftscope.probe.summary import summarize
+from ttftscope.probe.summary import summarize_probe
 from ttftscope.records import RecordWriter, RequestRecord, read_records
 from ttftscope.stats import median
 
@@ -92,7 +92,7 @@ def test_ab_text_front_end_costs_more_than_ids(
     probe_records: tuple[list[RequestRecord], Path],
 ) -> None:
     records, _ = probe_records
-    summary = summarize(records, model="m", base_url="b")
+    summary = summarize_probe(records, model="m", base_url="b")
     text_fe = summary["ab_text_median_server_frontend_ms"]
     assert text_fe > summary["ab_ids_median_server_frontend_ms"]
     for size in (8000, 16000):

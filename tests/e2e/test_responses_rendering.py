@@ -32,7 +32,7 @@ import pytest
 from ttftscope.gateway.apis.responses.vllm_responses import ADD_SPECIAL_TOKENS, prepare_responses
 from ttftscope.gateway.pipeline.passthrough import PassThrough
 from ttftscope.localserver.model import model_dir
-from ttftscope.localserver.state import LocalServer
+from ttftscope.localstate import LocalServer
 from ttftscope.tokenization.chat import ChatRenderer
 from ttftscope.tokenization.loader import Tokenizer, load_tokenizer
 

@@ -20,8 +20,8 @@ from ttftscope.client.endpoint import Endpoint
 from ttftscope.config.schema import GatewaySettings, UpstreamSettings
 from ttftscope.gateway.serve import BackgroundGateway
 from ttftscope.localserver.model import model_dir
-from ttftscope.localserver.state import LocalServer
 from ttftscope.localserver.traces import SCHEDULE_DELAY_MS
+from ttftscope.localstate import LocalServer
 from ttftscope.probe import send as probe_send
 from ttftscope.probe.experiments import ProbeOptions, run_probe
 from ttftscope.records import RequestRecord, ServerPart

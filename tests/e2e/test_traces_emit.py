@@ -13,7 +13,7 @@ from tests.tracing.otlpsink import OtlpSink
 from ttftscope.client.endpoint import Endpoint
 from ttftscope.config.schema import GatewaySettings, UpstreamSettings
 from ttftscope.localserver.model import model_dir
-from ttftscope.localserver.state import LocalServer
+from ttftscope.localstate import LocalServer
 from ttftscope.probe.experiments import ProbeOptions, run_probe
 from ttftscope.tracing.emit import open_emitter
 

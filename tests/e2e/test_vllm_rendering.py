@@ -31,7 +31,7 @@ import pytest
 from ttftscope.gateway.pipeline.passthrough import PassThrough
 from ttftscope.gateway.pipeline.vllm_chat import prepare_chat
 from ttftscope.localserver.model import model_dir
-from ttftscope.localserver.state import LocalServer
+from ttftscope.localstate import LocalServer
 from ttftscope.tokenization.chat import ChatRenderer
 from ttftscope.tokenization.loader import Tokenizer, load_tokenizer
 

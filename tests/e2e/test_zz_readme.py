@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from ttftscope.localserver import process
-from ttftscope.localserver.state import LocalServer
+from ttftscope.localstate import LocalServer
 
 pytestmark = pytest.mark.e2e
 README = Path(__file__).resolve().parents[2] / "README.md"

@@ -18,6 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 from tests.localserver.standin import use_fake
+from ttftscope import localstate
 from ttftscope.cli.local import local_server
 from ttftscope.errors import LocalServerError
 from ttftscope.localserver import process as ls
@@ -32,20 +33,20 @@ def group_pids(pgid: int) -> list[int]:
 
 
 def test_pick_free_port_is_bindable_on_loopback() -> None:
-    port = ls.pick_free_port()
+    port = st.pick_free_port()
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", port))
 
 
 def test_state_round_trip_and_garbage(tmp_path: Path) -> None:
-    server = st.LocalServer("http://127.0.0.1:5/v1", 5, 42, "m", "/log", started_at=1.5)
+    server = localstate.LocalServer("http://127.0.0.1:5/v1", 5, 42, "m", "/log", started_at=1.5)
     path = tmp_path / "state.json"
-    st.write_state(server, path)
-    assert st.read_state(path) == server
+    localstate.write_state(server, path)
+    assert localstate.read_state(path) == server
     path.write_text("{not json")
-    assert st.read_state(path) is None
+    assert localstate.read_state(path) is None
     path.write_text('{"port": 5}')
-    assert st.read_state(path) is None
+    assert localstate.read_state(path) is None
 
 
 def test_server_command_has_required_flags_and_extra_args_last() -> None:
@@ -103,16 +104,16 @@ def test_status_and_stop_without_server(cache: Path) -> None:
 def test_status_drops_state_of_dead_process(cache: Path) -> None:
     proc = subprocess.Popen([sys.executable, "-c", "pass"])
     proc.wait()
-    st.write_state(st.LocalServer("http://127.0.0.1:9/v1", 9, proc.pid, "m", "/l"))
+    localstate.write_state(localstate.LocalServer("http://127.0.0.1:9/v1", 9, proc.pid, "m", "/l"))
     assert ls.status() is None
-    assert not st.state_path().exists()
+    assert not localstate.state_path().exists()
 
 
 def test_start_reuse_and_stop_kill_the_whole_group(
     cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     use_fake(monkeypatch)
-    port = ls.pick_free_port()  # not 8000: a real vLLM of the e2e tests may want that one
+    port = st.pick_free_port()  # not 8000: a real vLLM of the e2e tests may want that one
     server = ls.start(port, wait_s=20, progress=lambda _: None)
     assert server.port == port
     assert ls.healthy(server.root_url)
@@ -128,12 +129,12 @@ def test_start_reuse_and_stop_kill_the_whole_group(
     assert stop() is True
     assert group_pids(server.pid) == []
     assert ls.status() is None
-    assert not st.state_path().exists()
+    assert not localstate.state_path().exists()
 
 
 def test_stop_falls_back_to_sigkill(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     use_fake(monkeypatch, mode="stubborn")
-    server = ls.start(ls.pick_free_port(), wait_s=20, progress=lambda _: None)
+    server = ls.start(st.pick_free_port(), wait_s=20, progress=lambda _: None)
     assert stop(grace_s=0.5) is True
     assert group_pids(server.pid) == []  # the stand-in ignores SIGTERM: only SIGKILL ends it
 
@@ -143,9 +144,9 @@ def test_start_reports_log_tail_when_server_dies(
 ) -> None:
     use_fake(monkeypatch, mode="die")
     with pytest.raises(LocalServerError, match="fake engine failed") as info:
-        ls.start(ls.pick_free_port(), wait_s=20, progress=lambda _: None)
+        ls.start(st.pick_free_port(), wait_s=20, progress=lambda _: None)
     assert info.value.exit_code == 15
-    assert not st.state_path().exists()
+    assert not localstate.state_path().exists()
 
 
 def test_cli_status_start_stop(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -153,7 +154,7 @@ def test_cli_status_start_stop(cache: Path, monkeypatch: pytest.MonkeyPatch) -> 
     stopped = runner.invoke(local_server, ["status"])
     assert stopped.exit_code == 1 and "stopped: no local server is running" in stopped.output
     use_fake(monkeypatch)
-    port = str(ls.pick_free_port())
+    port = str(st.pick_free_port())
     result = runner.invoke(local_server, ["start", "--port", port, "--wait-s", "20"])
     assert result.exit_code == 0, result.output
     assert f"running: http://127.0.0.1:{port}/v1 (pid " in result.output
@@ -176,7 +177,7 @@ def test_cli_start_failure_uses_error_exit_code(
 
     use_fake(monkeypatch, mode="die")
     with pytest.raises(SystemExit) as info:
-        main(["local-server", "start", "--port", str(ls.pick_free_port()), "--wait-s", "20"])
+        main(["local-server", "start", "--port", str(st.pick_free_port()), "--wait-s", "20"])
     assert info.value.code == LocalServerError.exit_code
     assert "fake engine failed" in capsys.readouterr().err
 
@@ -192,10 +193,12 @@ def test_stop_leaves_unrelated_reused_pid_alone(cache: Path) -> None:
         deadline = time.monotonic() + 10
         while not cmdline.read_bytes() and time.monotonic() < deadline:
             time.sleep(0.05)  # a stale pid belongs to a long-running program, not one mid-exec
-        st.write_state(st.LocalServer("http://127.0.0.1:9/v1", 9, other.pid, "m", "/l"))
+        localstate.write_state(
+            localstate.LocalServer("http://127.0.0.1:9/v1", 9, other.pid, "m", "/l")
+        )
         assert stop(grace_s=0.5) is False
         assert other.poll() is None
-        assert not st.state_path().exists()
+        assert not localstate.state_path().exists()
     finally:
         os.killpg(other.pid, 9)
         other.wait()
@@ -205,7 +208,7 @@ def test_running_server_stops_only_what_it_launched(
     cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     use_fake(monkeypatch)
-    first = ls.ensure_started(ls.pick_free_port(), wait_s=20, progress=lambda _: None)
+    first = ls.ensure_started(st.pick_free_port(), wait_s=20, progress=lambda _: None)
     assert first.launched
     with ls.running_server(wait_s=20) as reused:  # another user's server: reused, kept
         assert reused == first.server
@@ -213,7 +216,7 @@ def test_running_server_stops_only_what_it_launched(
     assert stop(only_pid=first.server.pid + 1) is False  # not the recorded server
     assert ls.status() == first.server
     assert stop(only_pid=first.server.pid) is True
-    with ls.running_server(ls.pick_free_port(), wait_s=20) as own:  # launched: stopped on exit
+    with ls.running_server(st.pick_free_port(), wait_s=20) as own:  # launched: stopped on exit
         assert ls.healthy(own.root_url)
     assert ls.status() is None
 
@@ -222,10 +225,10 @@ def test_a_server_stopped_by_another_command_is_still_reaped(
     cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     use_fake(monkeypatch)
-    with ls.running_server(ls.pick_free_port(), wait_s=20, progress=lambda _: None) as server:
+    with ls.running_server(st.pick_free_port(), wait_s=20, progress=lambda _: None) as server:
         # what `ttftscope local-server stop` in another process does: the group killed, the
         # state file gone; that process cannot collect our child's exit status
         os.killpg(server.pid, 9)
-        st.state_path().unlink()
+        localstate.state_path().unlink()
     with pytest.raises(ChildProcessError):  # already collected: no zombie is left
         os.waitpid(server.pid, os.WNOHANG)

@@ -224,7 +224,7 @@ SPAN_NOISE = [
 
 def test_the_start_up_ticker_skips_vllms_span_export_noise(tmp_path: Path) -> None:
     from ttftscope.localserver import process
-    from ttftscope.localserver.state import LocalServer
+    from ttftscope.localstate import LocalServer
 
     log = tmp_path / "server.log"
     log.write_text("\n".join([SERVER_LINE, *SPAN_NOISE]) + "\n", encoding="utf-8")

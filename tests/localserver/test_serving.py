@@ -15,6 +15,7 @@ from click.testing import CliRunner
 
 from tests.e2e.conftest import SERVER_ARGS
 from tests.localserver.standin import use_fake
+from ttftscope import localstate
 from ttftscope.cli.local import local_server
 from ttftscope.config.schema import DEFAULT_TRACE_RECEIVER_PORT
 from ttftscope.errors import LocalServerError
@@ -46,11 +47,11 @@ def test_cli_start_serves_tool_calling_and_spans_by_default(
     cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seen = capture_args(monkeypatch)
-    port = str(ls.pick_free_port())
+    port = str(st.pick_free_port())
     result = CliRunner().invoke(local_server, ["start", "--port", port, "--wait-s", "20"])
     assert result.exit_code == 0, result.output
     assert seen == [AGENT_FLAGS + SPAN_FLAGS]
-    recorded = st.read_state()
+    recorded = localstate.read_state()
     assert recorded is not None and recorded.args == tuple(AGENT_FLAGS + SPAN_FLAGS)
 
 
@@ -58,7 +59,7 @@ def test_cli_start_passes_the_users_flags_last(
     cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seen = capture_args(monkeypatch)
-    port = str(ls.pick_free_port())
+    port = str(st.pick_free_port())
     args = ["start", "--port", port, "--wait-s", "20", "--", "--max-num-seqs", "4"]
     result = CliRunner().invoke(local_server, args)
     assert result.exit_code == 0, result.output
@@ -80,7 +81,7 @@ def test_same_args_refuses_a_server_started_with_other_flags(
     cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seen = capture_args(monkeypatch)
-    first = _start(["--a", "1"], port=ls.pick_free_port())
+    first = _start(["--a", "1"], port=st.pick_free_port())
     assert first.launched
     with pytest.raises(LocalServerError, match=r"other flags \(--a 1\) than wanted \(--b\)"):
         _start(["--b"], same_args=True)
@@ -104,10 +105,10 @@ def test_same_args_reads_the_flags_of_a_server_whose_state_lacks_them(
 
     monkeypatch.setattr(ls, "server_command", command)
     server = ls.start(
-        ls.pick_free_port(), extra_args=SERVER_ARGS, wait_s=20, progress=lambda _: None
+        st.pick_free_port(), extra_args=SERVER_ARGS, wait_s=20, progress=lambda _: None
     )
-    older = st.LocalServer(server.base_url, server.port, server.pid, server.model, "/l")
-    st.write_state(older)  # as an older ttftscope wrote it: no flags
+    older = localstate.LocalServer(server.base_url, server.port, server.pid, server.model, "/l")
+    localstate.write_state(older)  # as an older ttftscope wrote it: no flags
     with ls.running_server(extra_args=SERVER_ARGS, wait_s=20, same_args=True) as adopted:
         assert adopted == older  # its argv has the wanted flags
     other = ls.running_server(extra_args=AGENT_FLAGS, wait_s=20, same_args=True)
@@ -119,15 +120,15 @@ def test_same_args_reads_the_flags_of_a_server_whose_state_lacks_them(
         other,
     ):
         pytest.fail("adopted a server started with other flags")
-    st.write_state(dataclasses.replace(older, pid=2**22 + 7))  # no such process: unknown
+    localstate.write_state(dataclasses.replace(older, pid=2**22 + 7))  # no such process: unknown
     with pytest.raises(LocalServerError, match="flags unknown"):
-        check_same_args(st.read_state() or older, SERVER_ARGS)
-    st.write_state(older)
+        check_same_args(localstate.read_state() or older, SERVER_ARGS)
+    localstate.write_state(older)
     assert ls.status() == older  # refused, not stopped
 
 
 def test_state_with_malformed_args_is_unreadable(cache: Path) -> None:
-    st.state_path().write_text(
+    localstate.state_path().write_text(
         '{"base_url": "u", "port": 1, "pid": 2, "model": "m", "log_path": "l", "args": "--x"}'
     )
-    assert st.read_state() is None
+    assert localstate.read_state() is None

@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from tests.localserver.standin import use_fake
+from ttftscope import localstate
 from ttftscope.cli.local import local_server
 from ttftscope.localserver import process as ls
 from ttftscope.localserver import state as st
@@ -40,13 +41,13 @@ def test_cli_start_passes_the_receiver_port_and_records_it(
 
     monkeypatch.setattr(ls, "server_command", command)
     monkeypatch.setenv("TTFTSCOPE_OBSERVABILITY__TRACE_RECEIVER_PORT", setting)
-    port = str(ls.pick_free_port())
+    port = str(st.pick_free_port())
     runner = CliRunner()
     try:
         result = runner.invoke(local_server, ["start", "--port", port, "--wait-s", "20", "--json"])
         assert result.exit_code == 0, result.output
         assert json.loads(result.output.splitlines()[-1])["trace_port"] == expected
-        server = st.read_state()
+        server = localstate.read_state()
         assert server is not None and server.trace_port == expected
         flag = ["--otlp-traces-endpoint", f"http://127.0.0.1:{expected}/v1/traces"]
         tools = ["--enable-auto-tool-choice", "--tool-call-parser", "hermes"]  # always served

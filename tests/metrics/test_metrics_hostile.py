@@ -16,10 +16,10 @@ from prometheus_client.parser import text_fd_to_metric_families
 from tests.metrics.metrics_expo import Expo
 from ttftscope.errors import MetricsError
 from ttftscope.metrics import exposition
-from ttftscope.metrics.engines import ServerBreakdown, breakdown, latency_quantiles
+from ttftscope.metrics.engines import ServerBreakdown, latency_quantiles, server_breakdown
 from ttftscope.metrics.exposition import MAX_LINE_CHARS, MAX_TEXT_CHARS
 from ttftscope.metrics.histogram import bucket_bound, histogram_quantile, histogram_quantiles
-from ttftscope.metrics.prom import MetricsDelta, delta, parse
+from ttftscope.metrics.prom import MetricsDelta, metrics_delta, parse_metrics
 
 INF, NAN = math.inf, math.nan
 V = "vllm:"
@@ -27,7 +27,7 @@ TTFT = "vllm:time_to_first_token_seconds"
 
 
 def _window(before: str, after: str) -> MetricsDelta:
-    return delta(parse(before, taken_ns=0), parse(after, taken_ns=1))
+    return metrics_delta(parse_metrics(before, taken_ns=0), parse_metrics(after, taken_ns=1))
 
 
 def _numbers_are_finite_or_none(b: ServerBreakdown) -> bool:
@@ -45,7 +45,7 @@ def _numbers_are_finite_or_none(b: ServerBreakdown) -> bool:
 def test_out_of_range_value_is_refused_naming_the_line(value: str) -> None:
     text = f"# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running {value}\n"
     with pytest.raises(MetricsError, match="line 2") as err:
-        parse(text, source="http://h/metrics")
+        parse_metrics(text, source="http://h/metrics")
     message = str(err.value)
     assert "float range" in message and "http://h/metrics" in message
     assert "'vllm:num_requests_running " in message and "hint:" in message
@@ -54,7 +54,7 @@ def test_out_of_range_value_is_refused_naming_the_line(value: str) -> None:
 
 def test_out_of_range_timestamp_is_refused() -> None:
     with pytest.raises(MetricsError, match="line 1"):
-        parse("m 1 " + "9" * 400 + "\n")
+        parse_metrics("m 1 " + "9" * 400 + "\n")
 
 
 @pytest.mark.parametrize(
@@ -70,17 +70,17 @@ def test_out_of_range_timestamp_is_refused() -> None:
     ],
 )
 def test_values_in_range_and_spelled_infinities_are_kept(text: str, expected: float) -> None:
-    assert parse(text).value("m") == expected
+    assert parse_metrics(text).value("m") == expected
 
 
 def test_nan_values_are_kept() -> None:
-    value = parse("m NaN\n").value("m")
+    value = parse_metrics("m NaN\n").value("m")
     assert value is not None and math.isnan(value)
 
 
 def test_sums_of_huge_or_infinite_series_do_not_raise() -> None:
-    assert parse('a{x="1"} 1e308\na{x="2"} 1e308\n').value("a") == INF
-    value = parse('a{x="1"} +Inf\na{x="2"} -Inf\n').value("a")
+    assert parse_metrics('a{x="1"} 1e308\na{x="2"} 1e308\n').value("a") == INF
+    value = parse_metrics('a{x="1"} +Inf\na{x="2"} -Inf\n').value("a")
     assert value is not None and math.isnan(value)
 
 
@@ -118,8 +118,11 @@ t_count %d
 
 
 def test_non_numeric_le_is_skipped_with_a_note() -> None:
-    before, after = parse(_BAD_LE % (0, 0, 0, 0), taken_ns=0), parse(_BAD_LE % (1, 2, 1.0, 2))
-    for view in (after, delta(before, after)):
+    before, after = (
+        parse_metrics(_BAD_LE % (0, 0, 0, 0), taken_ns=0),
+        parse_metrics(_BAD_LE % (1, 2, 1.0, 2)),
+    )
+    for view in (after, metrics_delta(before, after)):
         hist = view.histogram("t")
         assert hist is not None and hist.buckets == ((0.5, 1.0), (INF, 2.0))
         assert any("le='abc'" in n and "skipped" in n for n in hist.notes)
@@ -135,7 +138,7 @@ def test_non_numeric_le_in_a_vllm_histogram(vllm_text: str, expo: Expo) -> None:
 
     assert spoil(vllm_text) != vllm_text
     d = _window(spoil(vllm_text), spoil(expo.observe(vllm_text, TTFT, 0.3)))
-    assert breakdown(d).ttft_count == 1
+    assert server_breakdown(d).ttft_count == 1
     q = latency_quantiles(d, "ttft", [0.5])[0.5]
     assert q is not None and 0.25 <= q <= 0.5
 
@@ -165,7 +168,7 @@ def test_quantiles_of_a_scraped_histogram_with_infinite_counts() -> None:
     text = (
         '# TYPE t histogram\nt_bucket{le="1"} 1\nt_bucket{le="+Inf"} +Inf\nt_sum 1\nt_count +Inf\n'
     )
-    snap = parse(text)
+    snap = parse_metrics(text)
     assert histogram_quantiles(snap, "t", [0.0, 0.5, 1.0]) == {0.0: None, 0.5: None, 1.0: None}
     hist = snap.histogram("t")
     assert hist is not None and hist.mean is None
@@ -195,7 +198,7 @@ def test_non_finite_counts_are_none_in_breakdown(vllm_text: str, expo: Expo, cou
         f'{TTFT}_count{{engine="0",model_name="tiny"}} {count}',
     )
     assert after != vllm_text
-    b = breakdown(_window(vllm_text, after))
+    b = server_breakdown(_window(vllm_text, after))
     assert b.ttft_count is None  # the probe's "count >= 1" wait ends on None, not on NaN
     assert any(f"{TTFT}_count is" in n and "not a number" in n for n in b.notes)
     assert not any("no request finished" in n or "requests reached" in n for n in b.notes)
@@ -207,7 +210,7 @@ def test_infinite_minus_infinite_count_is_none(vllm_text: str) -> None:
         f'{TTFT}_count{{engine="0",model_name="tiny"}} 20.0',
         f'{TTFT}_count{{engine="0",model_name="tiny"}} +Inf',
     )
-    b = breakdown(_window(both, both))
+    b = server_breakdown(_window(both, both))
     assert b.ttft_count is None and _numbers_are_finite_or_none(b)
 
 
@@ -215,7 +218,7 @@ def test_non_finite_sums_gauges_and_derived_values_are_none(vllm_text: str, expo
     after = expo.set(vllm_text, f"{TTFT}_sum", NAN)
     after = expo.set(after, V + "num_requests_waiting", INF)
     after = expo.set(after, V + "request_prefill_kv_computed_tokens_sum", NAN)
-    b = breakdown(_window(vllm_text, after))
+    b = server_breakdown(_window(vllm_text, after))
     assert b.ttft_s is None and b.waiting is None and b.computed_tokens is None
     assert b.frontend_s is None
     assert any("computed_tokens came out as nan" in n for n in b.notes)
@@ -227,18 +230,18 @@ def test_non_finite_sums_gauges_and_derived_values_are_none(vllm_text: str, expo
 
 def test_exposition_over_the_size_cap() -> None:
     with pytest.raises(MetricsError, match="64 MiB"):
-        parse("a 1\n" * (MAX_TEXT_CHARS // 4 + 1))
+        parse_metrics("a 1\n" * (MAX_TEXT_CHARS // 4 + 1))
 
 
 def test_line_over_the_length_cap_names_the_line() -> None:
     text = "ok 1\n" + 'm{a="' + "x" * MAX_LINE_CHARS + '"} 1\n'
     with pytest.raises(MetricsError, match=r"line 2: .*1 MiB limit"):
-        parse(text)
+        parse_metrics(text)
 
 
 def test_long_lines_within_the_caps_parse() -> None:
     value = "x," * 200_000  # commas inside a label value separate nothing
-    snap = parse(f'm{{a="{value}"}} 1\n')
+    snap = parse_metrics(f'm{{a="{value}"}} 1\n')
     assert snap.series("m") == {frozenset({("a", value)}): 1.0}
 
 
@@ -252,7 +255,7 @@ def test_long_lines_within_the_caps_parse() -> None:
 )
 def test_label_heavy_wide_lines_are_refused(line: str) -> None:
     with pytest.raises(MetricsError, match=r"line 2: .*quotes and label commas"):
-        parse("ok 1\n" + line + "\n")
+        parse_metrics("ok 1\n" + line + "\n")
 
 
 @pytest.mark.parametrize("comment", ["# TYPE", "# HELP", "#"])
@@ -271,53 +274,57 @@ def test_comment_lines_full_of_spaces_parse_fast(
 
     monkeypatch.setattr(exposition, "text_fd_to_metric_families", spy)
     text = comment + " " * (MAX_LINE_CHARS - 40) + "x gauge\nx 1\n"
-    assert parse(text).value("x") == 1.0
+    assert parse_metrics(text).value("x") == 1.0
     assert fed and not [line for line in fed if "  " in line]
 
 
 @pytest.mark.parametrize("text", ["", " ", "\n\n", " \t\r\n  \n", "\ufeff", "# just a comment\n"])
 def test_empty_and_blank_texts(text: str) -> None:
-    snap = parse(text)
+    snap = parse_metrics(text)
     assert snap.samples == {} and snap.notes == ()
-    assert breakdown(delta(snap, snap)).engine == "unknown"
+    assert server_breakdown(metrics_delta(snap, snap)).engine == "unknown"
 
 
 def test_crlf_line_ends_and_bom(vllm_text: str) -> None:
-    plain = parse(vllm_text)
-    assert parse(vllm_text.replace("\n", "\r\n")).samples == plain.samples
-    assert parse("\ufeff" + vllm_text).samples == plain.samples
+    plain = parse_metrics(vllm_text)
+    assert parse_metrics(vllm_text.replace("\n", "\r\n")).samples == plain.samples
+    assert parse_metrics("\ufeff" + vllm_text).samples == plain.samples
 
 
 def test_bare_cr_is_no_line_end() -> None:
     with pytest.raises(MetricsError, match="line 1"):
-        parse("a 1\rb 2\r")
+        parse_metrics("a 1\rb 2\r")
 
 
 def test_line_numbers_count_newlines_only() -> None:
     # str.splitlines() also splits at U+2028 and friends; the parser does not.
     with pytest.raises(MetricsError, match=re.escape("line 2: 'b{ 2'")):
-        parse('a{x="\u2028"} 1\nb{ 2\n')
+        parse_metrics('a{x="\u2028"} 1\nb{ 2\n')
 
 
 def test_bad_type_line_far_from_where_the_parser_stops(vllm_text: str) -> None:
     text = vllm_text.replace("# TYPE vllm:num_requests_waiting gauge", "# TYPE vllm:x weird")
     lines = text.split("\n")
     with pytest.raises(MetricsError, match=f"line {lines.index('# TYPE vllm:x weird') + 1}:"):
-        parse(text)
+        parse_metrics(text)
 
 
 def test_duplicate_series_keep_the_first_with_a_note(vllm_text: str) -> None:
     dup = 'vllm:num_requests_waiting{engine="0",model_name="tiny"} 9.0\n'
-    snap = parse(vllm_text + dup)
+    snap = parse_metrics(vllm_text + dup)
     assert snap.value(V + "num_requests_waiting") == 0.0
     assert any("appear more than once" in n and "num_requests_waiting" in n for n in snap.notes)
-    b = breakdown(delta(parse(vllm_text, taken_ns=0), parse(vllm_text + dup, taken_ns=1)))
+    b = server_breakdown(
+        metrics_delta(
+            parse_metrics(vllm_text, taken_ns=0), parse_metrics(vllm_text + dup, taken_ns=1)
+        )
+    )
     assert b.waiting == 0.0 and any("appear more than once" in n for n in b.notes)
 
 
 def test_repeated_label_sets_in_one_sample_are_refused() -> None:
     with pytest.raises(MetricsError, match="line 1"):
-        parse('m{a="1",a="1"} 1\n')
+        parse_metrics('m{a="1",a="1"} 1\n')
 
 
 @pytest.mark.parametrize(
@@ -332,23 +339,23 @@ def test_repeated_label_sets_in_one_sample_are_refused() -> None:
 def test_type_lines_that_disagree_with_samples(
     text: str, family: str, kind: str, value: float | None
 ) -> None:
-    snap = parse(text)
+    snap = parse_metrics(text)
     assert snap.families[family] == kind
     assert snap.value("x") == value
     assert value is not None or snap.value("x_total") == 2.0
     assert any(f"{family} appears as" in n and f"read as {kind}" in n for n in snap.notes)
-    d = delta(snap, parse(text.replace("1", "5"), taken_ns=snap.taken_ns + 1))
+    d = metrics_delta(snap, parse_metrics(text.replace("1", "5"), taken_ns=snap.taken_ns + 1))
     assert any("appears as" in n for n in d.notes)
 
 
 def test_histogram_type_over_gauge_samples(vllm_text: str) -> None:
     text = "# TYPE vllm:time_to_first_token_seconds histogram\nvllm:time_to_first_token_seconds 3\n"
-    b = breakdown(_window(text, text))
+    b = server_breakdown(_window(text, text))
     assert b.ttft_s is None and _numbers_are_finite_or_none(b)
-    assert latency_quantiles(parse(text), "ttft", [0.5]) == {0.5: None}
+    assert latency_quantiles(parse_metrics(text), "ttft", [0.5]) == {0.5: None}
 
 
 def test_nan_created_stamp_is_no_restart() -> None:
     text = "# TYPE c counter\nc_total %d\nc_created NaN\n"
-    d = delta(parse(text % 1, taken_ns=0), parse(text % 3, taken_ns=1))
+    d = metrics_delta(parse_metrics(text % 1, taken_ns=0), parse_metrics(text % 3, taken_ns=1))
     assert d.value("c_total") == 2.0 and d.resets == ()

@@ -12,14 +12,14 @@ from hypothesis import strategies as st
 from tests.metrics.metrics_expo import Expo
 from ttftscope.errors import MetricsError
 from ttftscope.metrics.histogram import histogram_quantile, histogram_quantiles
-from ttftscope.metrics.prom import delta, labels_of, parse
+from ttftscope.metrics.prom import labels_of, metrics_delta, parse_metrics
 
 TTFT = "vllm:time_to_first_token_seconds"
 TINY = {"model_name": "tiny"}
 
 
 def test_real_vllm_exposition_names_and_types(vllm_text: str) -> None:
-    snap = parse(vllm_text)
+    snap = parse_metrics(vllm_text)
     assert snap.families["vllm:prefix_cache_queries"] == "counter"
     assert snap.families["vllm:prompt_tokens_cached"] == "counter"
     assert snap.families[TTFT] == "histogram"
@@ -36,19 +36,21 @@ def test_real_vllm_exposition_names_and_types(vllm_text: str) -> None:
 
 
 def test_snapshot_histogram_reads_cumulative_buckets(vllm_text: str) -> None:
-    hist = parse(vllm_text).histogram(TTFT)
+    hist = parse_metrics(vllm_text).histogram(TTFT)
     assert hist is not None
     assert hist.count == 20.0 and hist.sum == pytest.approx(70.78875970840454)
     assert hist.buckets[-1] == (math.inf, 20.0)
     assert [c for _, c in hist.buckets] == sorted(c for _, c in hist.buckets)
-    assert parse(vllm_text).histogram("vllm:no_such_histogram") is None
+    assert parse_metrics(vllm_text).histogram("vllm:no_such_histogram") is None
 
 
 def test_delta_of_one_observation(vllm_text: str, expo: Expo) -> None:
     after = expo.observe(vllm_text, TTFT, 0.3)
     after = expo.add(after, "vllm:prefix_cache_queries_total", 1000)
     after = expo.set(after, "vllm:num_requests_running", 1)
-    d = delta(parse(vllm_text, taken_ns=0), parse(after, taken_ns=2_500_000_000))
+    d = metrics_delta(
+        parse_metrics(vllm_text, taken_ns=0), parse_metrics(after, taken_ns=2_500_000_000)
+    )
     hist = d.histogram(TTFT)
     assert hist is not None
     assert hist.count == 1.0
@@ -66,12 +68,12 @@ def test_delta_of_one_observation(vllm_text: str, expo: Expo) -> None:
 
 def test_delta_rejects_swapped_snapshots(vllm_text: str) -> None:
     with pytest.raises(ValueError, match="swap"):
-        delta(parse(vllm_text, taken_ns=10), parse(vllm_text, taken_ns=5))
+        metrics_delta(parse_metrics(vllm_text, taken_ns=10), parse_metrics(vllm_text, taken_ns=5))
 
 
 def test_counter_reset_is_detected_and_noted(vllm_text: str, expo: Expo) -> None:
     after = expo.set(vllm_text, "vllm:prefix_cache_queries_total", 500)
-    d = delta(parse(vllm_text, taken_ns=0), parse(after, taken_ns=1))
+    d = metrics_delta(parse_metrics(vllm_text, taken_ns=0), parse_metrics(after, taken_ns=1))
     assert d.value("vllm:prefix_cache_queries_total") == 500.0  # since the restart
     assert any("vllm:prefix_cache_queries" in r for r in d.resets)
     assert any("restarted" in n for n in d.notes)
@@ -83,7 +85,7 @@ def test_histogram_reset_uses_after_values_for_every_bucket(vllm_text: str, expo
     fresh = expo.set(fresh, f"{TTFT}_sum", 0.0)
     fresh = expo.set(fresh, f"{TTFT}_count", 0.0)
     after = expo.observe(fresh, TTFT, 0.03)
-    d = delta(parse(vllm_text, taken_ns=0), parse(after, taken_ns=1))
+    d = metrics_delta(parse_metrics(vllm_text, taken_ns=0), parse_metrics(after, taken_ns=1))
     hist = d.histogram(TTFT)
     assert hist is not None and (hist.count, hist.sum) == (1.0, 0.03)
     assert all(c >= 0 for _, c in hist.buckets)  # no negative bucket deltas
@@ -92,22 +94,24 @@ def test_histogram_reset_uses_after_values_for_every_bucket(vllm_text: str, expo
 def test_created_timestamp_change_means_restart(vllm_text: str, expo: Expo) -> None:
     after = expo.add(vllm_text, "vllm:prompt_tokens_total", 10)
     after = expo.add(after, "vllm:prompt_tokens_created", 3600)
-    d = delta(parse(vllm_text, taken_ns=0), parse(after, taken_ns=1))
+    d = metrics_delta(parse_metrics(vllm_text, taken_ns=0), parse_metrics(after, taken_ns=1))
     assert d.value("vllm:prompt_tokens_total") == 684468.0
     assert d.resets == ('vllm:prompt_tokens{engine="0",model_name="tiny"}',)
 
 
 def test_new_label_set_counts_from_zero_and_vanished_is_noted() -> None:
-    a = parse('# TYPE c_total counter\nc_total{m="a"} 4\n', taken_ns=0)
-    b = parse('# TYPE c_total counter\nc_total{m="b"} 3\n', taken_ns=1)
-    d = delta(a, b)
+    a = parse_metrics('# TYPE c_total counter\nc_total{m="a"} 4\n', taken_ns=0)
+    b = parse_metrics('# TYPE c_total counter\nc_total{m="b"} 3\n', taken_ns=1)
+    d = metrics_delta(a, b)
     assert d.series("c_total") == {labels_of(m="b"): 3.0}
     assert any("missing from the second" in n for n in d.notes)
 
 
 def test_bare_counter_type_line_is_adopted() -> None:
     text = "# TYPE c counter\nc_total 5\n"
-    d = delta(parse(text, taken_ns=0), parse(text.replace("5", "8"), taken_ns=1))
+    d = metrics_delta(
+        parse_metrics(text, taken_ns=0), parse_metrics(text.replace("5", "8"), taken_ns=1)
+    )
     assert d.value("c_total") == 3.0
 
 
@@ -122,7 +126,7 @@ def test_bare_counter_type_line_is_adopted() -> None:
 )
 def test_unparsable_text_names_the_line(text: str, where: str) -> None:
     with pytest.raises(MetricsError, match=where) as err:
-        parse(text, source="http://h/metrics")
+        parse_metrics(text, source="http://h/metrics")
     assert "api.metrics_url" in str(err.value)
 
 
@@ -130,7 +134,7 @@ def test_unparsable_text_names_the_line(text: str, where: str) -> None:
 @settings(max_examples=200, deadline=None)
 def test_parse_fails_only_with_metrics_error(text: str) -> None:
     with contextlib.suppress(MetricsError):
-        parse(text)
+        parse_metrics(text)
 
 
 @given(
@@ -147,7 +151,7 @@ def test_label_values_round_trip(labels: dict[str, str], value: float) -> None:
         return v.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
 
     body = ",".join(f'{k}="{esc(v)}"' for k, v in labels.items())
-    snap = parse(f"# TYPE g gauge\ng{{{body}}} {value!r}\n")
+    snap = parse_metrics(f"# TYPE g gauge\ng{{{body}}} {value!r}\n")
     assert snap.series("g") == {labels_of(labels): value}
 
 
@@ -234,7 +238,7 @@ def test_histogram_quantiles_over_a_window(vllm_text: str, expo: Expo) -> None:
     after = vllm_text
     for v in (0.03, 0.03, 0.03, 4.0):
         after = expo.observe(after, TTFT, v)
-    d = delta(parse(vllm_text, taken_ns=0), parse(after, taken_ns=1))
+    d = metrics_delta(parse_metrics(vllm_text, taken_ns=0), parse_metrics(after, taken_ns=1))
     qs = histogram_quantiles(d, TTFT, [0.5, 0.99])
     assert qs[0.5] is not None and 0.02 <= qs[0.5] <= 0.04
     assert qs[0.99] is not None and 2.5 <= qs[0.99] <= 5.0

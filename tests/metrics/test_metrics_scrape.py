@@ -1,4 +1,4 @@
-"""scrape / ascrape against a tiny HTTP server on 127.0.0.1 (stopped after each test)."""
+"""scrape_metrics / ascrape_metrics against a tiny HTTP server on 127.0.0.1, stopped after each."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 
 from ttftscope.errors import MetricsError, TransportFailure
 from ttftscope.metrics import scrape as scrape_module
-from ttftscope.metrics.scrape import ascrape, scrape
+from ttftscope.metrics.scrape import ascrape_metrics, scrape_metrics
 
 SECRET = "sk-test-do-not-leak-123"
 # path -> (status, content type, body, delay seconds, extra headers)
@@ -99,7 +99,7 @@ def _free_port() -> int:
 
 
 def test_scrape_real_exposition(server: Server) -> None:
-    snap = scrape(server.url("/metrics"), headers={"Authorization": f"Bearer {SECRET}"})
+    snap = scrape_metrics(server.url("/metrics"), headers={"Authorization": f"Bearer {SECRET}"})
     assert snap.value("vllm:prefix_cache_queries_total") == 684458.0
     assert snap.scrape_s is not None and snap.scrape_s >= 0
     assert snap.source == server.url("/metrics")
@@ -109,8 +109,8 @@ def test_scrape_real_exposition(server: Server) -> None:
 
 def test_scrape_with_given_client_follows_redirects(server: Server) -> None:
     with httpx.Client() as client:
-        first = scrape(server.url("/redirect"), client=client)
-        second = scrape(server.url("/metrics"), client=client)
+        first = scrape_metrics(server.url("/redirect"), client=client)
+        second = scrape_metrics(server.url("/metrics"), client=client)
     assert first.samples == second.samples
     assert second.taken_ns > first.taken_ns
 
@@ -130,7 +130,7 @@ def test_scrape_errors_are_actionable_and_hide_secrets(
 ) -> None:
     url = server.url(path).replace("127.0.0.1", f"user:{SECRET}@127.0.0.1") + f"?k={SECRET}"
     with pytest.raises(MetricsError, match=expected) as err:
-        scrape(url, headers={"Authorization": f"Bearer {SECRET}"})
+        scrape_metrics(url, headers={"Authorization": f"Bearer {SECRET}"})
     assert SECRET not in str(err.value)
     # No chained httpx exception (its text would carry the URL) in tracebacks either.
     assert err.value.__cause__ is None
@@ -140,7 +140,7 @@ def test_scrape_errors_are_actionable_and_hide_secrets(
 def test_connection_refused() -> None:
     url = f"http://127.0.0.1:{_free_port()}/metrics"
     with pytest.raises(MetricsError, match="cannot reach") as err:
-        scrape(url, headers={"Authorization": f"Bearer {SECRET}"}, timeout=2)
+        scrape_metrics(url, headers={"Authorization": f"Bearer {SECRET}"}, timeout=2)
     assert "server is running" in str(err.value) and SECRET not in str(err.value)
     # named as every HTTP client here names it (tests/client/test_transport_conformance.py)
     assert err.value.transport is TransportFailure.REFUSED and "(refused:" in err.value.message
@@ -148,16 +148,16 @@ def test_connection_refused() -> None:
 
 def test_timeout(server: Server) -> None:
     with pytest.raises(MetricsError, match=r"within 0\.2 s") as err:
-        scrape(server.url("/slow"), timeout=0.2)
+        scrape_metrics(server.url("/slow"), timeout=0.2)
     assert err.value.transport is TransportFailure.TIMEOUT
 
 
 def test_ascrape_twin(server: Server) -> None:
     async def run() -> tuple[float | None, str]:
-        snap = await ascrape(server.url("/metrics"))
+        snap = await ascrape_metrics(server.url("/metrics"))
         async with httpx.AsyncClient() as client:
             with pytest.raises(MetricsError, match=r"set api\.metrics_url") as err:
-                await ascrape(server.url("/missing"), client=client)
+                await ascrape_metrics(server.url("/missing"), client=client)
         return snap.value("vllm:time_to_first_token_seconds_count"), str(err.value)
 
     count, message = asyncio.run(run())
@@ -167,7 +167,7 @@ def test_ascrape_twin(server: Server) -> None:
 def test_ascrape_connection_refused() -> None:
     url = f"http://127.0.0.1:{_free_port()}/metrics"
     with pytest.raises(MetricsError, match="cannot reach"):
-        asyncio.run(ascrape(url, timeout=2))
+        asyncio.run(ascrape_metrics(url, timeout=2))
 
 
 # --- bodies a broken server or proxy sends ------------------------------------------------
@@ -176,7 +176,7 @@ def test_ascrape_connection_refused() -> None:
 def test_invalid_utf8_is_replaced_and_noted(server: Server, vllm_text: str) -> None:
     body = vllm_text.replace("Number of times", "Number \xff of times").encode("latin-1")
     server.routes["/mangled"] = (200, "text/plain", body, 0.0, {})
-    snap = scrape(server.url("/mangled"))
+    snap = scrape_metrics(server.url("/mangled"))
     assert snap.value("vllm:prefix_cache_queries_total") == 684458.0
     assert any("not valid UTF-8" in n for n in snap.notes)
 
@@ -184,7 +184,7 @@ def test_invalid_utf8_is_replaced_and_noted(server: Server, vllm_text: str) -> N
 def test_invalid_utf8_in_a_sample_says_so(server: Server) -> None:
     server.routes["/bad"] = (200, "text/plain", b"ok 1\nvllm:x\xff 1\n", 0.0, {})
     with pytest.raises(MetricsError, match=r"line 2: .*not valid UTF-8 \(byte 11 of 15"):
-        scrape(server.url("/bad"))
+        scrape_metrics(server.url("/bad"))
 
 
 @pytest.mark.parametrize("charset", ["base64", "utf-16", "no-such-codec"])
@@ -194,18 +194,20 @@ def test_charset_is_ignored_the_format_is_utf8(
     # httpx decodes by the declared charset: base64 raised TypeError, utf-16 gave garbage.
     ctype = f"text/plain; version=0.0.4; charset={charset}"
     server.routes["/charset"] = (200, ctype, vllm_text, 0.0, {})
-    assert scrape(server.url("/charset")).value("vllm:prefix_cache_queries_total") == 684458.0
+    assert (
+        scrape_metrics(server.url("/charset")).value("vllm:prefix_cache_queries_total") == 684458.0
+    )
 
 
 def test_body_over_the_cap_is_refused(server: Server, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(scrape_module, "MAX_BODY_BYTES", 10_000)
     with pytest.raises(MetricsError, match="more than 0 MiB") as err:
-        scrape(server.url("/metrics"))
+        scrape_metrics(server.url("/metrics"))
     assert "api.metrics_url" in str(err.value)
 
     async def run() -> None:
         with pytest.raises(MetricsError, match="more than 0 MiB"):
-            await ascrape(server.url("/metrics"))
+            await ascrape_metrics(server.url("/metrics"))
 
     asyncio.run(run())
 
@@ -213,6 +215,6 @@ def test_body_over_the_cap_is_refused(server: Server, monkeypatch: pytest.Monkey
 def test_scraped_duplicates_are_noted(server: Server, vllm_text: str) -> None:
     body = vllm_text + 'vllm:num_requests_waiting{engine="0",model_name="tiny"} 9.0\n'
     server.routes["/dup"] = (200, "text/plain", body, 0.0, {})
-    snap = scrape(server.url("/dup"))
+    snap = scrape_metrics(server.url("/dup"))
     assert snap.value("vllm:num_requests_waiting") == 0.0 and snap.scrape_s is not None
     assert any("more than once" in n for n in snap.notes)

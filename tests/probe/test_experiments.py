@@ -10,7 +10,7 @@ from tests.faultserver import FaultOptions, FaultServer
 from ttftscope.client.endpoint import Endpoint
 from ttftscope.errors import ModelNotFound
 from ttftscope.probe.experiments import ProbeOptions, run_probe
-from ttftscope.probe.summary import summarize
+from ttftscope.probe.summary import summarize_probe
 
 
 def _ep(srv: FaultServer, scenario: str) -> Endpoint:
@@ -31,7 +31,7 @@ def test_rate_limited_requests_are_recorded_but_never_latency_samples() -> None:
     assert len(run.records) == 3
     assert all(not r.ok and r.error_kind == "rate_limited" for r in run.records)
     assert all(r.retry_after == "3" and r.client_ttft_ms is None for r in run.records)
-    summary = summarize(run.records, model="m", base_url="b")
+    summary = summarize_probe(run.records, model="m", base_url="b")
     assert summary["failed"] == 3 and summary["median_ttft_ms"] is None
 
 
@@ -44,7 +44,7 @@ def test_server_without_metrics_degrades_to_client_view_with_a_note() -> None:
         assert r.wire_ttft_ms is not None and r.wire_ttft_ms >= 40
         assert any("no server metrics" in n for n in r.notes)
     # each warm request carries the whole conversation so far plus one fresh turn
-    assert summarize(run.records, model="m", base_url="b")["median_ttft_ms"] is not None
+    assert summarize_probe(run.records, model="m", base_url="b")["median_ttft_ms"] is not None
 
 
 def test_dropped_stream_is_a_classified_failure() -> None:

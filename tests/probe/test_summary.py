@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ttftscope.errors import FailureKind
-from ttftscope.probe.summary import groups, summarize
+from ttftscope.probe.summary import groups, summarize_probe
 from ttftscope.records import Phase, RequestRecord, Variant
 from ttftscope.stats import median, percentile
 
@@ -54,7 +54,7 @@ def test_summary_uses_only_warm_clean_successes() -> None:
             error_kind=FailureKind.RATE_LIMITED,
         ),
     ]
-    s = summarize(recs, model="m", base_url="b", percentiles=[50, 90, 99])
+    s = summarize_probe(recs, model="m", base_url="b", percentiles=[50, 90, 99])
     assert s["median_ttft_ms"] == 20
     assert s["p99_ttft_ms"] < 31
     assert s["failed"] == 1 and s["contaminated"] == 1
@@ -66,7 +66,7 @@ def test_ab_ratio_and_hit_rate() -> None:
         _rec(0, "text", ttft=30, prefix_hits=90, prefix_queries=100),
         _rec(1, "ids", ttft=10, prefix_hits=95, prefix_queries=100),
     ]
-    s = summarize(recs, model="m", base_url="b")
+    s = summarize_probe(recs, model="m", base_url="b")
     assert s["ab_ttft_ratio_text_over_ids"] == 3.0
     assert s["ab_text_prefix_hit_rate"] == 0.9
 
@@ -89,7 +89,7 @@ def test_ab_per_context_size_matches_the_rows() -> None:
         for size in (0, 16000)
         for i, (variant, ttft) in enumerate(AB_PAIR * 3)
     ]
-    s = summarize(recs, model="m", base_url="b")
+    s = summarize_probe(recs, model="m", base_url="b")
     rows = {(g["context_tokens"], g["variant"]): g for g in s["groups"]}
     assert [ab["context_tokens"] for ab in s["ab"]] == [0, 16000]
     for ab in s["ab"]:
@@ -101,6 +101,6 @@ def test_ab_per_context_size_matches_the_rows() -> None:
 
 
 def test_summary_figures_are_rounded() -> None:
-    s = summarize([_rec(0, ttft=84.00939360000001)], model="m", base_url="b")
+    s = summarize_probe([_rec(0, ttft=84.00939360000001)], model="m", base_url="b")
     assert s["median_ttft_ms"] == 84.009
     assert s["groups"][0]["median_ttft_ms"] == 84.009

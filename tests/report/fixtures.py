@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ttftscope.errors import FailureKind
-from ttftscope.probe.summary import summarize
+from ttftscope.probe.summary import summarize_probe
 from ttftscope.records import Phase, RecordWriter, RequestRecord, Variant
 
 T0 = 1_790_000_000.0  # wall-clock start of every synthetic run
@@ -139,7 +139,7 @@ def write_probe_dir(
     with RecordWriter(path) as writer:
         for r in records:
             writer.write(r)
-    summary = summarize(records, model="tiny", base_url="http://127.0.0.1:8000/v1")
+    summary = summarize_probe(records, model="tiny", base_url="http://127.0.0.1:8000/v1")
     summary["run_id"] = records[0].run_id if records else ""
     summary["records_path"] = str(path)
     path.with_suffix(".summary.json").write_text(json.dumps(summary, indent=2))

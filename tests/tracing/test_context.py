@@ -7,8 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ttftscope.errors import ConfigError
-from ttftscope.tracing import new_context, parse_traceparent
-from ttftscope.tracing.context import with_trace
+from ttftscope.tracing.context import new_context, parse_traceparent, with_trace
 
 _HEX = "0123456789abcdef"
 

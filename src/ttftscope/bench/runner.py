@@ -28,7 +28,7 @@ from typing import Any
 
 import httpx
 
-from ttftscope.bench.hooks import Hooks as Hooks
+from ttftscope.bench.hooks import Hooks
 from ttftscope.bench.observe.sampler import Sampler, sources_of
 from ttftscope.bench.observe.servers import server_parts
 from ttftscope.bench.observe.spans import SpanJoiner

@@ -34,10 +34,10 @@ from ttftscope.cli.bench_progress import BenchProgress
 from ttftscope.cli.console import make_console
 from ttftscope.cli.extras import require_extra
 from ttftscope.cli.options import CliState, cli_state, dumps, endpoint_options, excluded_fields
-from ttftscope.cli.traces import trace_port_for
 from ttftscope.client.apis import APIS
 from ttftscope.client.endpoint import Endpoint
 from ttftscope.client.stream import StreamResult, raise_for_result
+from ttftscope.localstate import trace_port_for
 from ttftscope.records import RequestRecord
 from ttftscope.tokenization.loader import load_tokenizer
 from ttftscope.tracing.emit import open_emitter
@@ -149,7 +149,8 @@ def execute_bench(state: CliState, args: BenchArgs) -> BenchRun:
 
 def _run(state: CliState, ep: Endpoint, opts: BenchOptions, result_dir: Path) -> BenchRun:
     """The run itself, on uvloop, with the live progress line and the span emitter."""
-    from ttftscope.bench.runner import Hooks, run_bench  # aiohttp: the bench extra's
+    from ttftscope.bench.hooks import Hooks
+    from ttftscope.bench.runner import run_bench  # aiohttp: the bench extra's
 
     s = state.load().settings
     tok = None if s.tokenizer.path is None else load_tokenizer(s.tokenizer.path)

@@ -23,12 +23,12 @@ from ttftscope.cli.extras import Extra, require_extra
 from ttftscope.cli.options import CliState, cli_state
 from ttftscope.cli.probe import ProbeArgs, probe_options, run_probe_command
 from ttftscope.cli.report import report
-from ttftscope.cli.traces import trace_port_for
 from ttftscope.config.schema import GatewaySettings, UpstreamSettings
 from ttftscope.localserver import process, procgroup
 from ttftscope.localserver.model import model_dir
 from ttftscope.localserver.serving import default_args
 from ttftscope.localserver.traces import SCHEDULE_DELAY_MS
+from ttftscope.localstate import trace_port_for
 from ttftscope.probe.experiments import AbMode
 from ttftscope.tracing.emit import open_emitter
 

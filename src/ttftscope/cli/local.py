@@ -16,7 +16,7 @@ from ttftscope.localserver import process, procgroup
 from ttftscope.localserver.install import ensure_vllm_venv
 from ttftscope.localserver.model import ensure_tiny_model
 from ttftscope.localserver.serving import default_args
-from ttftscope.localserver.state import LocalServer
+from ttftscope.localstate import LocalServer
 
 __all__ = ["local_server"]
 

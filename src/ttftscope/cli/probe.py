@@ -21,15 +21,15 @@ from ttftscope.cli.options import (
     run_async,
 )
 from ttftscope.cli.progress import RequestProgress
-from ttftscope.cli.traces import trace_port_for
 from ttftscope.client.endpoint import Endpoint
 from ttftscope.client.stream import StreamResult, raise_for_result
 from ttftscope.config.schema import (
     Settings,
 )
 from ttftscope.errors import ConfigError
+from ttftscope.localstate import trace_port_for
 from ttftscope.probe.experiments import AbMode, ProbeOptions, run_probe
-from ttftscope.probe.summary import summarize
+from ttftscope.probe.summary import summarize_probe
 from ttftscope.records import RecordWriter, RequestRecord
 from ttftscope.report.terminal import print_probe_summary
 from ttftscope.tokenization.loader import Tokenizer, load_tokenizer
@@ -156,7 +156,9 @@ def execute_probe(
             writer.close()
         if emitter is not None:
             emitter.shutdown()
-    summary = summarize(run.records, model=run.model, base_url=ep.base_url, percentiles=percentiles)
+    summary = summarize_probe(
+        run.records, model=run.model, base_url=ep.base_url, percentiles=percentiles
+    )
     summary["run_id"] = run.run_id
     if writer is not None:
         summary["records_path"] = str(writer.path)

@@ -26,7 +26,7 @@ from ttftscope.doctor.serverfacts import (
     server_facts,
 )
 from ttftscope.errors import TtftscopeError
-from ttftscope.metrics.scrape import ascrape
+from ttftscope.metrics.scrape import ascrape_metrics
 from ttftscope.results.runs import Run, load_runs
 
 __all__ = [
@@ -135,7 +135,7 @@ async def _server(
 ) -> None:
     headers = ep.scrape_headers()
     try:
-        snap = await ascrape(ep.metrics_url, client=client, headers=headers)
+        snap = await ascrape_metrics(ep.metrics_url, client=client, headers=headers)
     except TtftscopeError as exc:
         live.notes.append(f"/metrics not read: {exc.message}")
         return
@@ -186,7 +186,7 @@ async def _models(ep: Endpoint, live: Live, client: httpx.AsyncClient) -> None:
 
 async def _gateway(url: str, live: Live, client: httpx.AsyncClient) -> None:
     try:
-        snap = await ascrape(url, client=client)
+        snap = await ascrape_metrics(url, client=client)
     except TtftscopeError as exc:
         live.notes.append(
             f"gateway metrics not read (is `ttftscope gateway` running?): {exc.message}"

@@ -24,30 +24,23 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ttftscope.doctor.dynamic import (
-    DynamicKind,
     DynamicValue,
     common_prefix,
     find_dynamic,
     key_order_change,
 )
-from ttftscope.doctor.logged_bodies import LoggedBodies, conversation_pairs, read_request_log
+from ttftscope.doctor.logged_bodies import conversation_pairs
 from ttftscope.errors import ConfigError
 from ttftscope.tokenization.chat import ChatRenderer
 from ttftscope.tokenization.loader import Tokenizer
 
-# the doctor builds on this module alone: the value kinds and the log reader come with it
 __all__ = [
-    "DynamicKind",
-    "DynamicValue",
-    "LoggedBodies",
     "PrefixDiff",
     "RenderedPrompt",
     "Rendering",
-    "conversation_pairs",
     "diff_prompts",
     "diff_rendered",
     "pair_diffs",
-    "read_request_log",
     "render_prompt",
 ]
 

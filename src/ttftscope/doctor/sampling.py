@@ -17,8 +17,8 @@ import httpx
 
 from ttftscope.errors import TtftscopeError
 from ttftscope.metrics.names import Reader, detect_engine
-from ttftscope.metrics.prom import MetricsSnapshot, SampleView, delta
-from ttftscope.metrics.scrape import ascrape
+from ttftscope.metrics.prom import MetricsSnapshot, SampleView, metrics_delta
+from ttftscope.metrics.scrape import ascrape_metrics
 from ttftscope.stats import median
 
 __all__ = [
@@ -48,8 +48,8 @@ class Gauges:
 def gauges(view: SampleView) -> Gauges:
     """The waiting, running and KV-usage gauges of one scrape.
 
-    >>> from ttftscope.metrics.prom import parse
-    >>> gauges(parse("vllm:num_requests_waiting 6\\nvllm:num_requests_running 2"))
+    >>> from ttftscope.metrics.prom import parse_metrics
+    >>> gauges(parse_metrics("vllm:num_requests_waiting 6\\nvllm:num_requests_running 2"))
     Gauges(waiting=6.0, running=2.0, kv_usage=None)
     """
     reader = Reader(view, detect_engine(view), {})
@@ -139,7 +139,7 @@ class Sampling:
 
 def _queue_ms(first: MetricsSnapshot, last: MetricsSnapshot) -> tuple[float | None, int]:
     """Mean queue time of the requests that finished between two scrapes, and their count."""
-    window = delta(first, last)
+    window = metrics_delta(first, last)
     total, count, _ = Reader(window, detect_engine(last), {}).hist("queue")
     if total is None or not count:
         return None, 0
@@ -165,7 +165,7 @@ async def sample_queue(
     for k in range(total):
         await how.sleep(max(start + k * how.interval_s - how.clock(), 0.0))
         try:
-            snaps.append(await ascrape(url, client=client, headers=headers))
+            snaps.append(await ascrape_metrics(url, client=client, headers=headers))
         except TtftscopeError as exc:
             notes.append(f"a /metrics scrape failed while sampling: {exc.message}")
         if how.on_sample is not None:

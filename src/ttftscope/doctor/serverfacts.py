@@ -25,8 +25,9 @@ _CACHE_INFO = "vllm:cache_config_info"
 class ServerFacts:
     """One scrape of an engine's ``/metrics``, read for diagnosis.
 
-    >>> from ttftscope.metrics.prom import parse
-    >>> snap = parse('vllm:cache_config_info{block_size="128",enable_prefix_caching="False"} 1')
+    >>> from ttftscope.metrics.prom import parse_metrics
+    >>> snap = parse_metrics('vllm:cache_config_info{block_size="128",'
+    ...                      'enable_prefix_caching="False"} 1')
     >>> f = server_facts(snap, "http://h/metrics"); f.prefix_caching, f.block_size
     (False, 128)
     """
@@ -120,9 +121,10 @@ def _kv_tokens(view: SampleView, block_size: int | None) -> int | None:
 def server_facts(view: SampleView, source: str) -> ServerFacts:
     """Read the doctor's facts from one scrape (``source`` names where it came from).
 
-    >>> from ttftscope.metrics.prom import parse
-    >>> f = server_facts(parse('vllm:cache_config_info{block_size="16",num_gpu_blocks="100",'
-    ...                        'kv_cache_max_concurrency="2.5"} 1'), "u")
+    >>> from ttftscope.metrics.prom import parse_metrics
+    >>> snap = parse_metrics('vllm:cache_config_info{block_size="16",num_gpu_blocks="100",'
+    ...                      'kv_cache_max_concurrency="2.5"} 1')
+    >>> f = server_facts(snap, "u")
     >>> f.kv_cache_tokens, f.kv_max_concurrency
     (1600, 2.5)
     """
@@ -148,8 +150,8 @@ def server_facts(view: SampleView, source: str) -> ServerFacts:
 class GatewayFacts:
     """The gateway's exactness counters and pass-throughs, from its ``/metrics``.
 
-    >>> from ttftscope.metrics.prom import parse
-    >>> g = gateway_facts(parse("ttftscope_shadow_checks_total 10\\n"
+    >>> from ttftscope.metrics.prom import parse_metrics
+    >>> g = gateway_facts(parse_metrics("ttftscope_shadow_checks_total 10\\n"
     ...                         "ttftscope_shadow_mismatches_total 1\\n"), "gw")
     >>> g.shadow_checks, g.shadow_mismatches
     (10.0, 1.0)

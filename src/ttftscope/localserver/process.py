@@ -29,22 +29,12 @@ from pathlib import Path
 from ttftscope.errors import LocalServerError
 from ttftscope.localserver.install import ensure_vllm_venv, venv_python
 from ttftscope.localserver.model import ensure_tiny_model
-from ttftscope.localserver.procgroup import STOP_GRACE_S as STOP_GRACE_S
 from ttftscope.localserver.procgroup import children, pid_alive, reap, stop
 from ttftscope.localserver.progress import Progress, Ticker, last_log_line, say_stderr
 from ttftscope.localserver.serving import check_same_args
-from ttftscope.localserver.state import DEFAULT_PORT as DEFAULT_PORT
-from ttftscope.localserver.state import HOST as HOST
-from ttftscope.localserver.state import (
-    LocalServer,
-    choose_port,
-    read_state,
-    state_dir,
-    state_path,
-    write_state,
-)
-from ttftscope.localserver.state import pick_free_port as pick_free_port
+from ttftscope.localserver.state import HOST, choose_port
 from ttftscope.localserver.traces import SPAN_EXPORT_NOISE, trace_env, trace_port_of
+from ttftscope.localstate import LocalServer, read_state, state_dir, state_path, write_state
 
 SERVED_MODEL = "ttftscope-tiny"
 # KV per token for the tiny model in fp32 is 2 layers x (K+V) x 1 head x 32 dims x 4 B = 512 B,

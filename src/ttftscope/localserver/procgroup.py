@@ -14,7 +14,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from ttftscope.localserver.state import read_state, state_path
+from ttftscope.localstate import read_state, state_path
 
 __all__ = ["STOP_GRACE_S", "children", "group_alive", "pid_alive", "reap", "stop"]
 

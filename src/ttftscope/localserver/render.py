@@ -40,7 +40,6 @@ from ttftscope.localserver.state import HOST, pick_free_port
 __all__ = [
     "RENDER_VERSIONS",
     "SERVING_ARGS",
-    "TOOL_ARGS",
     "RenderServer",
     "launch_render_server",
     "render_command",

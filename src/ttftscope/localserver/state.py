@@ -2,8 +2,7 @@
 
 The record (what runs where) is kept in a state file that later calls and other processes read,
 so a server that had to start on another port than 8000 is still found; it lives in
-:mod:`ttftscope.localstate` (below the capabilities, which ``instrument`` reads too) and is
-re-exported here.
+:mod:`ttftscope.localstate` (below the capabilities, which ``instrument`` reads too).
 """
 
 from __future__ import annotations
@@ -12,20 +11,8 @@ import socket
 
 from ttftscope.errors import LocalServerError
 from ttftscope.localserver.progress import Progress
-from ttftscope.localstate import LocalServer, read_state, state_dir, state_path, write_state
 
-__all__ = [
-    "DEFAULT_PORT",
-    "HOST",
-    "LocalServer",
-    "choose_port",
-    "pick_free_port",
-    "port_is_free",
-    "read_state",
-    "state_dir",
-    "state_path",
-    "write_state",
-]
+__all__ = ["DEFAULT_PORT", "HOST", "choose_port", "pick_free_port", "port_is_free"]
 
 HOST = "127.0.0.1"
 DEFAULT_PORT = 8000  # the port every command's default base URL points at

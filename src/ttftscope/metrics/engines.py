@@ -7,9 +7,10 @@ ranks) unless a model is given, which filters on ``model_name``. Whatever is mis
 NaN or ±Inf (a broken exporter, or a counter that overflowed): every number in a breakdown is
 finite or ``None``.
 
->>> from ttftscope.metrics.prom import parse, delta
+>>> from ttftscope.metrics.prom import parse_metrics, metrics_delta
 >>> text = '# TYPE vllm:num_requests_running gauge\\nvllm:num_requests_running{engine="0"} 2\\n'
->>> b = breakdown(delta(parse(text, taken_ns=0), parse(text, taken_ns=1)))
+>>> window = metrics_delta(parse_metrics(text, taken_ns=0), parse_metrics(text, taken_ns=1))
+>>> b = server_breakdown(window)
 >>> (b.engine, b.running, b.ttft_s is None)
 ('vllm-v1', 2.0, True)
 """
@@ -21,10 +22,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from ttftscope.metrics.names import ENGINE_LABEL, HISTOGRAMS, Reader, family_of
-from ttftscope.metrics.names import Engine as Engine
-from ttftscope.metrics.names import Quantity as Quantity
-from ttftscope.metrics.names import detect_engine as detect_engine
+from ttftscope.metrics.names import (
+    ENGINE_LABEL,
+    HISTOGRAMS,
+    Quantity,
+    Reader,
+    detect_engine,
+    family_of,
+)
 from ttftscope.metrics.prom import MetricsDelta, MetricsSnapshot, SampleView
 
 
@@ -91,7 +96,7 @@ _WHAT = {
 }
 
 
-def breakdown(
+def server_breakdown(
     delta: MetricsDelta, *, model: str | None = None, match: Mapping[str, str] | None = None
 ) -> ServerBreakdown:
     """Neutral per-window breakdown from a scrape delta; missing metrics become notes.
@@ -286,11 +291,13 @@ def breakdown_per_engine(
 
     Servers without such a label give one entry under ``"*"``.
     """
-    whole = breakdown(delta, model=model)
+    whole = server_breakdown(delta, model=model)
     fam = family_of(whole.engine)
     if not whole.engines or not fam:
         return {"*": whole}
-    return {e: breakdown(delta, model=model, match={ENGINE_LABEL[fam]: e}) for e in whole.engines}
+    return {
+        e: server_breakdown(delta, model=model, match={ENGINE_LABEL[fam]: e}) for e in whole.engines
+    }
 
 
 def queue_depth(
@@ -298,8 +305,8 @@ def queue_depth(
 ) -> tuple[float | None, float | None]:
     """``(running, waiting)`` requests right now, summed over engines; None if not exposed.
 
-    >>> from ttftscope.metrics.prom import parse
-    >>> queue_depth(parse('# TYPE vllm:num_requests_waiting gauge\\n'
+    >>> from ttftscope.metrics.prom import parse_metrics
+    >>> queue_depth(parse_metrics('# TYPE vllm:num_requests_waiting gauge\\n'
     ...                   'vllm:num_requests_waiting{model_name="m"} 3\\n'))
     (None, 3.0)
     """
@@ -315,8 +322,8 @@ def latency_quantiles(
 ) -> dict[float, float | None]:
     """Quantiles of one latency (``"ttft"``, ``"queue"``, ...) over a window, any engine.
 
-    >>> from ttftscope.metrics.prom import parse
-    >>> latency_quantiles(parse(""), "ttft", [0.5])
+    >>> from ttftscope.metrics.prom import parse_metrics
+    >>> latency_quantiles(parse_metrics(""), "ttft", [0.5])
     {0.5: None}
     """
     qs = list(qs)

@@ -183,8 +183,8 @@ def histogram_quantiles(
 ) -> dict[float, float | None]:
     """Quantiles of histogram ``name`` in a snapshot or delta window; None where unknown.
 
-    >>> from ttftscope.metrics.prom import parse
-    >>> histogram_quantiles(parse('# TYPE t histogram\\nt_bucket{le="2.0"} 4\\n'
+    >>> from ttftscope.metrics.prom import parse_metrics
+    >>> histogram_quantiles(parse_metrics('# TYPE t histogram\\nt_bucket{le="2.0"} 4\\n'
     ...     't_bucket{le="+Inf"} 4\\nt_sum 3\\nt_count 4\\n'), "t", [0.5])
     {0.5: 1.0}
     """

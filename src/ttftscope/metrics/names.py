@@ -87,8 +87,9 @@ def family_of(engine: str) -> str:
 def detect_engine(view: SampleView) -> Engine:
     """Which server produced these metrics: ``vllm-v1``, ``vllm-v0``, ``sglang`` or ``unknown``.
 
-    >>> from ttftscope.metrics.prom import parse
-    >>> detect_engine(parse('# TYPE sglang:num_queue_reqs gauge\\nsglang:num_queue_reqs 0\\n'))
+    >>> from ttftscope.metrics.prom import parse_metrics
+    >>> detect_engine(parse_metrics('# TYPE sglang:num_queue_reqs gauge\\n'
+    ...                             'sglang:num_queue_reqs 0\\n'))
     'sglang'
     """
     names = set(view.families) | set(view.sample_family)

@@ -8,11 +8,11 @@ two snapshots is that request's server-side story (histogram ``_sum`` deltas are
 values when nothing else ran). Names are kept as they appear in the exposition: counters end in
 ``_total``, histograms expose ``_bucket{le=..}``, ``_sum`` and ``_count``.
 
->>> before = parse('# TYPE t histogram\\nt_bucket{le="1.0"} 0\\nt_bucket{le="+Inf"} 0\\n'
+>>> before = parse_metrics('# TYPE t histogram\\nt_bucket{le="1.0"} 0\\nt_bucket{le="+Inf"} 0\\n'
 ...                't_sum 0\\nt_count 0\\n')
->>> after = parse('# TYPE t histogram\\nt_bucket{le="1.0"} 1\\nt_bucket{le="+Inf"} 1\\n'
+>>> after = parse_metrics('# TYPE t histogram\\nt_bucket{le="1.0"} 1\\nt_bucket{le="+Inf"} 1\\n'
 ...               't_sum 0.25\\nt_count 1\\n')
->>> h = delta(before, after).histogram("t")
+>>> h = metrics_delta(before, after).histogram("t")
 >>> (h.count, h.sum, h.quantile(0.5))
 (1.0, 0.25, 0.5)
 """
@@ -98,7 +98,7 @@ class SampleView:
 class MetricsSnapshot(SampleView):
     """One scrape: samples plus when it was taken (``time.monotonic_ns()``) and from where.
 
-    >>> parse("vllm:num_requests_waiting 2\\n", taken_ns=0).taken_ns
+    >>> parse_metrics("vllm:num_requests_waiting 2\\n", taken_ns=0).taken_ns
     0
     """
 
@@ -112,9 +112,9 @@ class MetricsSnapshot(SampleView):
 class MetricsDelta(SampleView):
     """``after − before`` for counters and histograms, ``after`` for gauges.
 
-    >>> before = parse("c_total 1\\n", taken_ns=0)
-    >>> after = parse("c_total 4\\n", taken_ns=2_000_000_000)
-    >>> delta(before, after).elapsed_s
+    >>> before = parse_metrics("c_total 1\\n", taken_ns=0)
+    >>> after = parse_metrics("c_total 4\\n", taken_ns=2_000_000_000)
+    >>> metrics_delta(before, after).elapsed_s
     2.0
     """
 
@@ -123,7 +123,9 @@ class MetricsDelta(SampleView):
     notes: tuple[str, ...] = field(default_factory=tuple)  # both snapshots' notes, then ours
 
 
-def parse(text: str, *, source: str = "<text>", taken_ns: int | None = None) -> MetricsSnapshot:
+def parse_metrics(
+    text: str, *, source: str = "<text>", taken_ns: int | None = None
+) -> MetricsSnapshot:
     """Parse Prometheus text exposition into a snapshot; MetricsError naming the bad line.
 
     Values are kept as sent, NaN and ±Inf included (callers decide what they mean); a value
@@ -260,7 +262,7 @@ def _series_id(grp: tuple[str, Labels]) -> str:
     return f"{grp[0][:80]}{{{inner}}}"
 
 
-def delta(before: MetricsSnapshot, after: MetricsSnapshot) -> MetricsDelta:
+def metrics_delta(before: MetricsSnapshot, after: MetricsSnapshot) -> MetricsDelta:
     """``after − before`` for counters/histograms (restarts detected), gauges as in ``after``.
 
     >>> from ttftscope import metrics_delta, parse_metrics
@@ -270,7 +272,9 @@ def delta(before: MetricsSnapshot, after: MetricsSnapshot) -> MetricsDelta:
     (2.0, 1.0, 1.0)
     """
     if after.taken_ns < before.taken_ns:
-        raise ValueError("delta(before, after): 'after' was taken before 'before'; swap them")
+        raise ValueError(
+            "metrics_delta(before, after): 'after' was taken before 'before'; swap them"
+        )
     resets = _reset_groups(before, after)
     values: dict[SampleKey, float] = {}
     for key, v in after.samples.items():

@@ -17,7 +17,7 @@ import httpx
 from ttftscope.errors import MetricsError, TransportFailure
 from ttftscope.httpx_failure import httpx_failure
 from ttftscope.metrics.exposition import MAX_TEXT_CHARS
-from ttftscope.metrics.prom import MetricsSnapshot, parse
+from ttftscope.metrics.prom import MetricsSnapshot, parse_metrics
 
 MAX_BODY_BYTES = MAX_TEXT_CHARS  # UTF-8: never fewer bytes than characters
 
@@ -164,7 +164,7 @@ class _Body:
         return b"".join(self.chunks)
 
 
-def scrape(
+def scrape_metrics(
     url: str,
     *,
     client: httpx.Client | None = None,
@@ -195,14 +195,14 @@ def scrape(
     return _finish(url, body, start)
 
 
-async def ascrape(
+async def ascrape_metrics(
     url: str,
     *,
     client: httpx.AsyncClient | None = None,
     timeout: float = 5.0,
     headers: Mapping[str, str] | None = None,
 ) -> MetricsSnapshot:
-    """Async twin of :func:`scrape`.
+    """Async twin of :func:`scrape_metrics`.
 
     >>> import asyncio
     >>> from ttftscope import ascrape_metrics
@@ -230,7 +230,7 @@ def _finish(url: str, body: bytes, start_ns: int) -> MetricsSnapshot:
     taken = time.monotonic_ns()
     text, note = decode_body(body)
     try:
-        snap = parse(text, source=safe_url(url), taken_ns=taken)
+        snap = parse_metrics(text, source=safe_url(url), taken_ns=taken)
     except MetricsError as exc:
         if note is None:
             raise

@@ -26,9 +26,9 @@ from ttftscope.client.stream import (
 )
 from ttftscope.decompose import RequestIdentity, add_server_view, client_record
 from ttftscope.errors import UNREACHABLE_KINDS, FailureKind, MetricsError, ModelNotFound
-from ttftscope.metrics.engines import ServerBreakdown, breakdown, queue_depth
-from ttftscope.metrics.prom import MetricsSnapshot, delta
-from ttftscope.metrics.scrape import ascrape
+from ttftscope.metrics.engines import ServerBreakdown, queue_depth, server_breakdown
+from ttftscope.metrics.prom import MetricsSnapshot, metrics_delta
+from ttftscope.metrics.scrape import ascrape_metrics
 from ttftscope.records import PROBE_TOKENIZED, Phase, RequestRecord, Variant
 from ttftscope.tracing.context import TraceContext, request_id_in, with_trace
 from ttftscope.tracing.join import await_spans
@@ -143,7 +143,7 @@ class RequestSender:
                     engine="unknown",
                     notes=[f"metrics scrape failed after the request: {self._metrics_error}"],
                 )
-            bd = breakdown(delta(before, after), model=self.ep.model)
+            bd = server_breakdown(metrics_delta(before, after), model=self.ep.model)
             counts = (bd.ttft_count, bd.e2e_count)
             settled = all(c is None or c >= 1 for c in counts)
             if settled or time.monotonic() > deadline:
@@ -158,7 +158,7 @@ class RequestSender:
     async def _scrape(self) -> MetricsSnapshot | None:
         """A metrics snapshot, or None (reason kept) when the server exposes none."""
         try:
-            return await ascrape(
+            return await ascrape_metrics(
                 self.ep.metrics_url, client=self.client, headers=self.ep.scrape_headers()
             )
         except MetricsError as exc:

@@ -98,7 +98,7 @@ def notes(records: Sequence[RequestRecord]) -> list[str]:
     return [n if c == 1 else f"{n} (×{c})" for n, c in counts.items()]
 
 
-def summarize(
+def summarize_probe(
     records: Sequence[RequestRecord],
     *,
     model: str,

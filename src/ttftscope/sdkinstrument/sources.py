@@ -18,9 +18,9 @@ from typing import Any
 import httpx
 
 from ttftscope.errors import MetricsError, TtftscopeError
-from ttftscope.metrics.engines import ServerBreakdown, breakdown
-from ttftscope.metrics.prom import MetricsSnapshot, delta
-from ttftscope.metrics.scrape import scrape
+from ttftscope.metrics.engines import ServerBreakdown, server_breakdown
+from ttftscope.metrics.prom import MetricsSnapshot, metrics_delta
+from ttftscope.metrics.scrape import scrape_metrics
 from ttftscope.sdkinstrument.calls import Call
 from ttftscope.tokenization.chat import ChatRenderer
 from ttftscope.tokenization.loader import Tokenizer, load_tokenizer
@@ -56,7 +56,7 @@ class MetricsWindows:
         if self.failed_at is not None and time.monotonic() - self.failed_at < _RETRY_S:
             return None
         try:
-            snap = scrape(
+            snap = scrape_metrics(
                 url,
                 client=self.http,
                 timeout=self.timeout_s,
@@ -89,7 +89,7 @@ class MetricsWindows:
             if before is None or not settle:
                 self.baseline = after
                 return "no server metrics from before this call" if before is None else ""
-            bd = breakdown(delta(before, after), model=model)
+            bd = server_breakdown(metrics_delta(before, after), model=model)
             done = all(c is None or c >= 1 for c in (bd.ttft_count, bd.e2e_count))
             if done or time.monotonic() > deadline:
                 self.baseline = after

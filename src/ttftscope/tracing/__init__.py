@@ -6,32 +6,8 @@ built when tracing is on.
 
 Reading: :mod:`~ttftscope.tracing.receiver` (an OTLP/HTTP receiver on 127.0.0.1) fills a
 :mod:`~ttftscope.tracing.store`; :mod:`~ttftscope.tracing.otlpdecode` reads export bodies into
-:class:`Span`; :mod:`~ttftscope.tracing.vllmspan` reads vLLM's ``llm_request`` span;
-:mod:`~ttftscope.tracing.join` fills records from their trace's spans. Importing them needs
-only the standard library; decoding a body needs ``opentelemetry-proto`` (the extra).
+:class:`~ttftscope.tracing.otlpdecode.Span`; :mod:`~ttftscope.tracing.vllmspan` reads vLLM's
+``llm_request`` span; :mod:`~ttftscope.tracing.join` fills records from their trace's spans.
+Importing them needs only the standard library; decoding a body needs ``opentelemetry-proto``
+(the extra). Each name is imported from the module that defines it.
 """
-
-from ttftscope.tracing.context import TraceContext, new_context, parse_traceparent, with_trace
-from ttftscope.tracing.join import apply_spans, await_spans, join_records
-from ttftscope.tracing.otlpdecode import OtlpError, Span, decode_export
-from ttftscope.tracing.receiver import TraceReceiver, receiving
-from ttftscope.tracing.store import SpanStore
-from ttftscope.tracing.vllmspan import VllmTiming, vllm_timing
-
-__all__ = [
-    "OtlpError",
-    "Span",
-    "SpanStore",
-    "TraceContext",
-    "TraceReceiver",
-    "VllmTiming",
-    "apply_spans",
-    "await_spans",
-    "decode_export",
-    "join_records",
-    "new_context",
-    "parse_traceparent",
-    "receiving",
-    "vllm_timing",
-    "with_trace",
-]

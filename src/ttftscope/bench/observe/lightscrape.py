@@ -4,7 +4,7 @@ Parsing a whole vLLM exposition costs ~12 ms of CPU here, on the event loop that
 every request's tokens: four times a second per server that would shift measured TTFTs.
 The sampler only needs a few gauges and counters, so lines of other families are dropped
 before parsing (~0.8 ms). The first and last snapshots of a run, taken while no request is
-in flight, are full scrapes (:func:`ttftscope.metrics.scrape.ascrape`): their histogram
+in flight, are full scrapes (:func:`ttftscope.metrics.scrape.ascrape_metrics`): their histogram
 deltas give the run's per-part aggregates.
 """
 
@@ -18,7 +18,7 @@ import httpx
 
 from ttftscope.errors import MetricsError
 from ttftscope.metrics.names import COUNTERS, GAUGES
-from ttftscope.metrics.prom import MetricsSnapshot, parse
+from ttftscope.metrics.prom import MetricsSnapshot, parse_metrics
 from ttftscope.metrics.scrape import MAX_BODY_BYTES, decode_body, safe_url, transport_error
 
 GATEWAY_PREFIX = "ttftscope_gateway_"
@@ -106,5 +106,5 @@ async def light_scrape(
             "the target may be down or overloaded"
         ) from None
     text, _note = decode_body(bytes(buf))
-    snap = parse(filter_exposition(text), source=safe_url(url))
+    snap = parse_metrics(filter_exposition(text), source=safe_url(url))
     return dataclasses.replace(snap, scrape_s=(time.monotonic_ns() - start) / 1e9)

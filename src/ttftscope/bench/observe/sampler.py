@@ -28,8 +28,8 @@ from ttftscope.bench.send.pacing import sleep_until
 from ttftscope.bench.targets import Target
 from ttftscope.errors import MetricsError
 from ttftscope.metrics.names import Reader, detect_engine
-from ttftscope.metrics.prom import MetricsDelta, MetricsSnapshot, delta
-from ttftscope.metrics.scrape import ascrape, safe_url
+from ttftscope.metrics.prom import MetricsDelta, MetricsSnapshot, metrics_delta
+from ttftscope.metrics.scrape import ascrape_metrics, safe_url
 
 SAMPLE_SCHEMA_VERSION = 1
 
@@ -128,8 +128,9 @@ def _finite(value: float | None) -> float | None:
 def sample_of(snap: MetricsSnapshot, src: MetricsSource, t_s: float) -> ScrapeSample:
     """What one light snapshot says, as a :class:`ScrapeSample`.
 
-    >>> from ttftscope.metrics.prom import parse
-    >>> snap = parse('# TYPE vllm:num_requests_waiting gauge\\nvllm:num_requests_waiting 2\\n')
+    >>> from ttftscope.metrics.prom import parse_metrics
+    >>> snap = parse_metrics('# TYPE vllm:num_requests_waiting gauge\\n'
+    ...                      'vllm:num_requests_waiting 2\\n')
     >>> sample_of(snap, MetricsSource("http://h/metrics", ["direct"], {}), 0.5).waiting
     2.0
     """
@@ -248,7 +249,7 @@ class Sampler:
         previous: float | None = None
         while True:
             try:
-                snap = await ascrape(src.url, client=self.client, headers=src.headers)
+                snap = await ascrape_metrics(src.url, client=self.client, headers=src.headers)
             except MetricsError as exc:
                 src.notes.append(f"full scrape failed: {exc.message}")
                 return None
@@ -276,4 +277,4 @@ def window(src: MetricsSource) -> MetricsDelta | None:
     """
     if src.first is None or src.last is None:
         return None
-    return delta(src.first, src.last)
+    return metrics_delta(src.first, src.last)

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ttftscope.bench.observe.sampler import MetricsSource, window
-from ttftscope.metrics.engines import breakdown, latency_quantiles
+from ttftscope.metrics.engines import latency_quantiles, server_breakdown
 from ttftscope.metrics.names import Reader
 from ttftscope.metrics.prom import MetricsDelta
 
@@ -143,7 +143,7 @@ def server_parts(
     if delta is None:
         parts.notes.append("no full snapshot before and after the run: no server aggregates")
         return parts
-    bd = breakdown(delta, model=model)
+    bd = server_breakdown(delta, model=model)
     parts.engine = bd.engine
     parts.gateway = _gateway(delta)
     if not parts.is_engine:

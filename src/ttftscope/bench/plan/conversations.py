@@ -22,8 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ttftscope.agenttext import TokenCounter as TokenCounter
-from ttftscope.agenttext import agent_turn, build_context_async
+from ttftscope.agenttext import TokenCounter, agent_turn, build_context_async
 from ttftscope.bench.plan.bodies import Body, BodyDefaults, Message, Prompt, Tool, build_body
 from ttftscope.bench.plan.workload import CHARS_PER_TOKEN, TURN_MIN_CHARS, SessionPlan, TurnPlan
 

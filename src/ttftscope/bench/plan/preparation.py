@@ -18,12 +18,12 @@ from dataclasses import dataclass
 
 import httpx
 
+from ttftscope.agenttext import TokenCounter
 from ttftscope.bench.options import BenchOptions
 from ttftscope.bench.plan.bodies import BodyDefaults
 from ttftscope.bench.plan.conversations import (
     ContextRecipe,
     Conversation,
-    TokenCounter,
     build_sessions,
 )
 from ttftscope.bench.plan.replay import read_replay, replay_sessions

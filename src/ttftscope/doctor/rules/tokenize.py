@@ -42,10 +42,7 @@ from ttftscope.stats import median
 __all__ = [
     "IDS_REMEDY",
     "MIN_SAVING_MS",
-    "LineFit",
     "client_tokenization_findings",
-    "fit_holds",
-    "fit_line",
     "measured_saving_ms",
     "server_tokenization_findings",
 ]
