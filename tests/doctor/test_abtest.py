@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from ttftscope.doctor.abtest import MAX_REPEAT, paired_ab, repeat_needed
+from ttftscope.doctor.abtest import MAX_REPEAT, paired_ab, repeat_needed, repeat_step
 
 
 def test_three_pairs_all_above_the_minimum_help() -> None:
@@ -51,3 +51,19 @@ def test_the_verdict_is_the_same_every_time() -> None:
 def test_repeat_needed_is_bounded() -> None:
     assert repeat_needed([20.0, 0.0, 10.0], 10.0) == MAX_REPEAT  # estimate on the minimum
     assert repeat_needed([7.0], 5.0) == 3
+
+
+def test_a_spread_too_wide_for_a_practical_run_asks_for_what_one_sends() -> None:
+    # the demo's bench through an in-process gateway: pairs from -830 to +226 ms
+    ab = paired_ab([900.0, 60.0, 70.0, 400.0, 55.0], [70.0, 890.0, 65.0, 60.0, 58.0])
+    assert ab.verdict == "not decided" and ab.repeat_needed == 1000
+    step = repeat_step("ttftscope probe --gateway-url URL", ab.repeat_needed)
+    assert step.startswith("not decided: run `ttftscope probe --gateway-url URL --repeat 50`")
+    assert "over 1,000 pairs" in step and "--repeat 1000" not in step
+
+
+def test_a_practical_repeat_is_asked_for_as_computed() -> None:
+    assert repeat_step("ttftscope probe --ab ids", 11) == (
+        "not decided: run `ttftscope probe --ab ids --repeat 11`"
+    )
+    assert "--repeat 50`" in repeat_step("ttftscope probe --ab ids", 51)

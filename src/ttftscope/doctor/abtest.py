@@ -38,6 +38,9 @@ MIN_HELP_SHARE = 0.05
 MIN_PAIRS = 3
 BOOTSTRAP_SAMPLES = 2000
 MAX_REPEAT = 1000
+# more pairs than a probe run of a few minutes sends: past it the spread, not the sample
+# size, is what keeps the comparison open
+PRACTICAL_REPEAT = 50
 _Z95 = 1.96
 _MEDIAN_EFFICIENCY = math.sqrt(math.pi / 2)  # a median's spread over a mean's, normal data
 
@@ -52,6 +55,7 @@ __all__ = [
     "bootstrap_interval",
     "paired_ab",
     "repeat_needed",
+    "repeat_step",
     "sent_pairs",
 ]
 
@@ -133,6 +137,26 @@ def repeat_needed(diffs: Sequence[float], effect_ms: float) -> int:
         return MAX_REPEAT
     needed = math.ceil((_Z95 * _MEDIAN_EFFICIENCY * spread / distance) ** 2)
     return max(MIN_PAIRS, min(MAX_REPEAT, needed))
+
+
+def repeat_step(command: str, needed: int) -> str:
+    """The next step of a comparison not decided: ``command`` with the repeats that would
+    decide it, or, where the spread asks for more than a practical run sends, the most that
+    is, and why that alone may not decide it.
+
+    >>> repeat_step("ttftscope probe --ab ids", 12)
+    'not decided: run `ttftscope probe --ab ids --repeat 12`'
+    >>> repeat_step("ttftscope probe --ab ids", 1000)[:60]
+    'not decided: run `ttftscope probe --ab ids --repeat 50` whil'
+    """
+    if needed <= PRACTICAL_REPEAT:
+        return f"not decided: run `{command} --repeat {needed}`"
+    more = "over " if needed >= MAX_REPEAT else "~"
+    return (
+        f"not decided: run `{command} --repeat {PRACTICAL_REPEAT}` while nothing else uses "
+        f"the server (at this spread it would take {more}{needed:,} pairs: other work on the "
+        "server, or the machine, makes each pair vary more than the difference)"
+    )
 
 
 _PairKey = tuple[str, int | None, int]

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ttftscope.doctor.abtest import PairedAB, paired_ab
+from ttftscope.doctor.abtest import PairedAB, paired_ab, repeat_step
 from ttftscope.doctor.rules.path import GATEWAY_PATH_REMEDIES, VIA_GATEWAY
 from ttftscope.doctor.rules.tokenize import IDS_REMEDY
 from ttftscope.findings import Evidence, Finding
@@ -191,7 +191,7 @@ def _undecided(net: _Net, evidence: list[Evidence]) -> Finding:
         n = max(net.helps.repeat_needed or 0, net.costs.repeat_needed or 0)
         what, remedy = (
             "not decided",
-            f"not decided: run `ttftscope probe --gateway-url URL --repeat {n}`",
+            repeat_step("ttftscope probe --gateway-url URL", n),
         )
     else:
         what = "no net difference"

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from ttftscope.doctor.abtest import PairedAB, paired_ab
+from ttftscope.doctor.abtest import MIN_PAIRS, PairedAB, paired_ab, repeat_step
 from ttftscope.doctor.rules.tokenize import MIN_SAVING_MS
 from ttftscope.doctor.textspeed import SLOW_RATIO
 from ttftscope.findings import Evidence, Finding
@@ -124,5 +124,5 @@ def _undecided(evidence: list[Evidence], ab: PairedAB) -> Finding:
         severity="info",
         title="non-ASCII prompts may take a slower tokenization path: not decided",
         evidence=evidence,
-        remedy=f"not decided: run `ttftscope probe --non-ascii --repeat {ab.repeat_needed}`",
+        remedy=repeat_step("ttftscope probe --non-ascii", ab.repeat_needed or MIN_PAIRS),
     )

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ttftscope.doctor.abtest import MIN_PAIRS, PairedAB, paired_ab, sent_pairs
+from ttftscope.doctor.abtest import MIN_PAIRS, PairedAB, paired_ab, repeat_step, sent_pairs
 from ttftscope.doctor.linefit import LineFit, fit_holds, fit_line
 from ttftscope.findings import Evidence, Finding
 from ttftscope.records import RequestRecord
@@ -162,8 +162,8 @@ def _undecided(run: Run, s: _Series, m: _Measured, share: float, where: str) -> 
         severity="info",
         title=f"TTFT is {share:.0%} {where} ({s.name}); whether {m.fast} help is not decided",
         evidence=[Evidence(fact=m.fact, source=_source(run, s))],
-        remedy=f"not decided: run `ttftscope probe {flag} --repeat {m.ab.repeat_needed}` "
-        f"(decides whether {m.fast} save more than {m.ab.min_effect_ms:,.0f} ms)",
+        remedy=repeat_step(f"ttftscope probe {flag}", m.ab.repeat_needed or MIN_PAIRS)
+        + f" (decides whether {m.fast} save more than {m.ab.min_effect_ms:,.0f} ms)",
     )
 
 
