@@ -55,6 +55,24 @@ def test_one_waiting_request_in_a_four_session_run_is_no_alarm(tmp_path: Path) -
     assert found.healthy
 
 
+def test_a_queue_too_small_to_matter_advises_no_flag_and_two_runs_say_it_once(
+    tmp_path: Path,
+) -> None:
+    # the demo: two benches of one server, each "peak 1 waiting while 3 ran" at a few ms in
+    # queue, advised --max-num-seqs in one finding and --max-num-batched-tokens in the other
+    for k, name in enumerate(("chat", "messages")):
+        recs = bench_records(20, Parts(queue=2.0 + k, outside=5.0), sessions=4, run_id=name)
+        samples = queue_samples(20, waiting_peak=1)
+        for i, sample in enumerate(samples):
+            sample["waiting"] = 1 if i % 3 == 0 else 0
+            sample["running"] = 3 if i % 3 == 0 else 4 - k
+        BenchDir(records=recs, samples=samples).write(tmp_path / name)
+    (q,) = _of(_diagnose(tmp_path), "queueing")
+    assert q.severity == "info" and q.saving_ms is None
+    assert q.remedy.startswith("nothing to change: the time in queue per request is under")
+    assert "--max-num" not in q.remedy
+
+
 def test_a_queue_that_costs_is_a_warning_with_its_interval(tmp_path: Path) -> None:
     recs = bench_records(20, Parts(queue=250.0), sessions=4)
     BenchDir(records=recs, samples=queue_samples(20, waiting_peak=6)).write(tmp_path)

@@ -126,10 +126,23 @@ def _queue_finding(run: Run, limit: int | None) -> Finding | None:
         severity="warning" if costs else "info",
         title=title,
         evidence=[Evidence(fact=f, source=_where(run)) for f in facts],
-        remedy=NOT_TOKENIZATION + queue_remedy(run, limit),
+        remedy=_queue_remedy(run, limit, mean_q, costs),
         saving_ms=None if mean_q is None or not costs else round(mean_q, 1),
         part_ms=mean_q,
     )
+
+
+def _queue_remedy(run: Run, limit: int | None, mean_q: float | None, costs: bool) -> str:
+    """What to change for the queue; nothing when its measured time is too small to matter
+    (a server flag advised for one waiting request read as the cause of a slow TTFT, and
+    runs of one server advised different flags for the same few ms)."""
+    if mean_q is not None and not costs:
+        return (
+            f"nothing to change: the time in queue per request is under {MIN_QUEUE_MS:,.0f} ms "
+            f"or {MIN_QUEUE_SHARE:.0%} of TTFT (its figures above); this finding says when it "
+            "grows"
+        )
+    return NOT_TOKENIZATION + queue_remedy(run, limit)
 
 
 def queue_findings(runs: Sequence[Run], limit: int | None = None) -> list[Finding]:
