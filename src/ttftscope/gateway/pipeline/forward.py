@@ -28,7 +28,7 @@ import re
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import aclosing
-from typing import Literal
+from typing import Any, Literal
 
 import orjson
 from starlette.responses import Response, StreamingResponse
@@ -261,15 +261,26 @@ async def _through(up: Upstream, resp: Answer, parts: list[bytes]) -> AsyncItera
             resp.close()
 
 
-def _json_object(body: bytes) -> bytes:
-    """``body`` if it is a JSON object (what every API answers), else :class:`BadAnswer`: a
-    client SDK would fail on it with less to go on than a 502 that says what came."""
+def answer_object(body: bytes) -> dict[str, Any]:
+    """An upstream's whole answer parsed, if it is a JSON object (what every API answers),
+    else :class:`BadAnswer`: a client SDK would fail on it with less to go on than a 502
+    that says what came.
+
+    >>> answer_object(b'{"id": "x"}')
+    {'id': 'x'}
+    """
     try:
         answer = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
         raise BadAnswer(f"a body that is not JSON ({exc})") from None
     if not isinstance(answer, dict):
         raise BadAnswer(f"a JSON {type(answer).__name__}, not an object")
+    return answer
+
+
+def _json_object(body: bytes) -> bytes:
+    """``body`` as it came, once :func:`answer_object` found it a JSON object."""
+    answer_object(body)
     return body
 
 

@@ -8,13 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
 from starlette.responses import Response
 
 from ttftscope.gateway.apis.chat.convert import as_chat
 from ttftscope.gateway.apis.chat.translate import CannotTranslate, completions_body
 from ttftscope.gateway.apis.chat.translate_answers import ChatStreamTranslator, chat_response
-from ttftscope.gateway.pipeline.forward import BadAnswer, forward
+from ttftscope.gateway.pipeline.forward import answer_object, forward
 from ttftscope.gateway.pipeline.idpath import encode_chat, prepare, takes_ids
 from ttftscope.gateway.pipeline.inputpolicy import lax_bool, stream_of
 from ttftscope.gateway.pipeline.passthrough import PassThrough
@@ -90,13 +89,7 @@ async def _via_completions(
         )
 
     def to_chat(answer: bytes) -> bytes:
-        try:
-            completion = orjson.loads(answer)
-        except orjson.JSONDecodeError as exc:
-            raise BadAnswer(f"a body that is not JSON ({exc})") from None
-        if not isinstance(completion, dict):
-            raise BadAnswer(f"a JSON {type(completion).__name__}, not an object")
-        return dumps(chat_response(completion, model=model))
+        return dumps(chat_response(answer_object(answer), model=model))
 
     return await forward(
         up, "/completions", data, stream=False, metrics=gw.metrics, rewrite_body=to_chat
