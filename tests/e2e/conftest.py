@@ -7,8 +7,6 @@ takes a minute or two, so the fixture says so on the terminal, past pytest's out
 
 from __future__ import annotations
 
-import os
-import signal
 import socket
 import subprocess
 import sys
@@ -18,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e.procs import stop_group
 from ttftscope.config.schema import DEFAULT_TRACE_RECEIVER_PORT
 from ttftscope.localserver import process
 from ttftscope.localserver.install import ensure_vllm_venv, venv_python
@@ -118,10 +117,4 @@ def constrained_vllm(
         _tell(pytestconfig, f"constrained vLLM ready on {server.base_url}")
         yield server
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+        stop_group(proc)

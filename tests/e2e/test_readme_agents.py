@@ -19,7 +19,6 @@ import json
 import os
 import re
 import shlex
-import signal
 import subprocess
 import sys
 import time
@@ -39,6 +38,7 @@ from tests.e2e.agents import (
     run_claude_as_configured,
     run_codex_as_configured,
 )
+from tests.e2e.procs import stop_group
 from ttftscope.localserver.state import pick_free_port
 from ttftscope.localstate import LocalServer
 
@@ -144,13 +144,7 @@ def readme_gateway(
         assert vllm.base_url in log.read_text(), log.read_text()  # it fronts the local server
         yield Gateway(port, env, log)
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+        stop_group(proc)
 
 
 def client_config(gw: Gateway, kind: str, cwd: Path) -> str:
